@@ -1,0 +1,63 @@
+// Public interface of the LPCL library: parse, check, format, JSON, semantic diff.
+#pragma once
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lpcl/ast.h"
+#include "lpcl/diagnostics.h"
+
+namespace syspilot::lpcl {
+
+// Parses LPCL text. Recovers from errors: reports every error it can in one pass
+// (into `diags`) and returns what it could build. `file` names the input in diagnostics.
+Document parse(std::string_view text, const std::string& file, Diagnostics& diags);
+
+// Semantic checks (unknown resources, undeclared controls, fallback cycles, defaults
+// outside domains, type mismatches, duplicates, impossible ranges, unknown machine facts).
+// Returns true when no error was added.
+bool check(const Document& doc, Diagnostics& diags);
+bool check(const Contract& c, Diagnostics& diags);
+
+// Canonical text. Idempotent: format(parse(format(x))) == format(x). Keeps comments.
+std::string format(const Document& doc);
+std::string format(const Contract& c);
+
+// Lossless JSON (see docs/lpcl.md): from_json(to_json(d)) formats identically to d.
+nlohmann::json to_json(const Document& doc);
+nlohmann::json to_json(const Contract& c);
+// Accepts a document object or a single contract object. Errors go to diags.
+Document from_json(const nlohmann::json& j, const std::string& file, Diagnostics& diags);
+
+// Expression text in canonical form ("OPENBLAS_NUM_THREADS ?? ncpus").
+std::string format(const Expr& e);
+
+// The resource vocabulary, machine facts and predicates the checker accepts
+// (loaded from lpcl/vocabulary.json, embedded at build time).
+const std::vector<std::string>& resources();
+const std::vector<std::string>& machine_facts();
+const std::vector<std::string>& predicates();
+
+// Semantic difference between two contracts (reordering/reformatting is no change).
+struct Change {
+  enum class Kind { Added, Removed, Changed };
+  Kind kind = Kind::Changed;
+  std::string entity;  // control | demand | assumption | behavior | signal | provides | binding | contract
+  std::string name;    // control name, resource, predicate(args), ...
+  std::string field;   // for Changed: type | domain | default | kind | fallback_for | read_at | sets | value | ...
+  std::string before;  // canonical text, empty for Added
+  std::string after;   // canonical text, empty for Removed
+};
+struct ContractDiff {
+  std::vector<Change> changes;
+  bool empty() const { return changes.empty(); }
+};
+ContractDiff diff(const Contract& before, const Contract& after);
+std::string to_text(const ContractDiff& d);  // one line per change: "+ control X: ...", "~ control X default: a -> b"
+nlohmann::json to_json(const ContractDiff& d);
+
+// Convenience: read a file (with size limits and encoding checks) and parse it.
+Document parse_file(const std::string& path, Diagnostics& diags);
+
+}  // namespace syspilot::lpcl
