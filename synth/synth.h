@@ -1,0 +1,112 @@
+// Public interface of synthesis: facts -> a checked, grounded LPCL contract, drafted by an
+// LLM endpoint or by the deterministic offline drafter, then validated and repaired.
+#pragma once
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "extract/facts.h"
+#include "lpcl/ast.h"
+#include "lpcl/diagnostics.h"
+
+namespace syspilot::store { class Store; }
+
+namespace syspilot::synth {
+
+// An OpenAI-compatible endpoint. `url` may end in /v1 or not ("http://127.0.0.1:8080",
+// "https://api.example.com/v1"). `api_key` is sent as a bearer token and never logged,
+// stored or printed. `ca_file` adds a private CA; empty means the system CA store.
+struct LlmConfig {
+  std::string url;
+  std::string model;
+  std::string api_key;
+  std::string ca_file;
+  double timeout_s = 60;   // per request (connect, read, write)
+  int max_retries = 4;     // on 429, 5xx and connection errors
+  int max_tokens = 4096;   // completion cap sent with every request
+  double backoff_base_s = 0.5;  // first retry delay; doubles each retry, with jitter
+  double backoff_max_s = 30;    // cap on one delay (Retry-After included)
+};
+
+// SYSPILOT_LLM_URL, SYSPILOT_LLM_MODEL, SYSPILOT_LLM_API_KEY, SYSPILOT_LLM_CA_FILE.
+// nullopt when SYSPILOT_LLM_URL is unset or empty (the offline drafter is then used).
+std::optional<LlmConfig> llm_config_from_env();
+
+struct SynthOptions {
+  std::string library;  // contract name; facts.library when empty
+  std::string version;  // contract version; "unknown" when empty
+  std::optional<LlmConfig> llm;  // nullopt: offline drafter
+  int max_rounds = 3;            // LLM re-prompts after deterministic repair
+  size_t prompt_token_budget = 6000;  // facts are ranked and trimmed to fit (tokens ~ bytes/4)
+  std::string prompts_dir;  // templates; empty: $SYSPILOT_PROMPTS_DIR or the source tree's prompts/
+  std::string corpus_dir;   // few-shot examples; empty: $SYSPILOT_CORPUS_DIR or the source tree's corpus/
+  // Polled between steps and while waiting for a reply or a retry delay; true stops the
+  // run with synth::Cancelled.
+  std::function<bool()> cancelled;
+  // One line per step ("round 1: llm draft", "retry 2 after 429 in 1.2 s").
+  std::function<void(const std::string&)> progress;
+};
+
+// One validation/repair round.
+struct Round {
+  int n = 0;                           // 0: first draft; 1..: re-prompts
+  std::string drafter;                 // "offline" or "llm(MODEL)"
+  Diagnostics diags;                   // what the validators found in this round's draft
+  std::vector<std::string> repairs;    // deterministic repairs applied ("dropped invented env FOO")
+  bool cached = false;                 // the answer came from the store's response cache
+  int prompt_tokens = 0, completion_tokens = 0;
+};
+
+struct SynthResult {
+  lpcl::Contract contract;   // the best checked contract
+  std::string text;          // its canonical LPCL text
+  bool converged = false;    // no open error after validation and repair
+  Diagnostics open;          // what remains (errors make the CLI exit non-zero)
+  std::vector<Round> rounds;
+  int prompt_tokens = 0, completion_tokens = 0;  // summed over rounds (from the endpoint's usage)
+  std::string drafter;       // "offline" or "llm(MODEL)"
+  std::string prompt_id;     // "draft-contract@3"; empty for offline
+  std::string contract_id;   // the store's id when a store was given and the contract was stored
+};
+
+// Thrown when SynthOptions::cancelled returned true.
+struct Cancelled : std::runtime_error {
+  Cancelled() : std::runtime_error("synthesis cancelled") {}
+};
+
+// Thrown for an endpoint that cannot be used at all (bad URL, exhausted retries, TLS
+// failure, malformed reply after retries). The message never contains the API key.
+struct LlmError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The whole pipeline. `store` may be null (no cache, nothing stored). With a store, LLM
+// answers are cached by model + prompt digest and the final contract is stored.
+SynthResult synthesize(const extract::Facts& facts, const SynthOptions& opts,
+                       store::Store* store = nullptr);
+
+// The offline drafter alone: deterministic rules from facts to a contract (origin extracted).
+lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& opts);
+
+// Validators 3-5 (grounding, completeness, consistency) on a parsed contract, with the
+// deterministic repairs applied in place when `repair` is true; `repairs` lists them.
+Diagnostics validate(lpcl::Contract& c, const extract::Facts& facts, bool repair,
+                     std::vector<std::string>* repairs = nullptr);
+
+// Validator 1: the LPCL text inside an answer (plain, ```lpcl fenced, {"lpcl": "..."},
+// an LPCL-JSON object, chatter around any of them). Empty with an error when none is found.
+std::string extract_lpcl(const std::string& answer, Diagnostics& diags);
+
+// The prompt that would be sent for these facts (system + user), and its size estimate.
+struct Prompt {
+  std::string id;       // template id@version
+  std::string system;
+  std::string user;
+  size_t tokens = 0;    // approximate: bytes / 4
+  size_t facts_kept = 0, facts_dropped = 0;
+};
+Prompt build_prompt(const extract::Facts& facts, const SynthOptions& opts);
+
+}  // namespace syspilot::synth
