@@ -233,6 +233,7 @@ struct ContractRecord {
   int prompt_version = 0;
   Drafter drafter = Drafter::Offline;
   std::string model;         // LLM model name, empty otherwise
+  std::string source;        // where the contract came from: "synth dir:/src", "import:/x.lpcl"
   std::vector<FactsSource> facts;
   std::vector<ValidationRound> rounds;
 
