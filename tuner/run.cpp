@@ -1,0 +1,480 @@
+// The process runner behind every profile and trial: fork/exec in a fresh process group,
+// /proc sampling of the whole process tree, perf_event_open software counters, timeouts.
+#include "tuner/run.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+extern char** environ;
+
+namespace syspilot::tuner {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double thread_cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+// Reads a small /proc file in one syscall; empty on any error (the task may be gone).
+std::string slurp(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > (1u << 22)) break;
+  }
+  ::close(fd);
+  return out;
+}
+
+std::vector<int> numeric_entries(const std::string& dir) {
+  std::vector<int> ids;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return ids;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    ids.push_back(std::atoi(e->d_name));
+  }
+  ::closedir(d);
+  return ids;
+}
+
+// Fields of /proc/PID/stat after the parenthesised comm: index 0 is the state (field 3).
+bool stat_fields(const std::string& text, std::string& comm, std::vector<std::string>& rest) {
+  auto l = text.find('('), r = text.rfind(')');
+  if (l == std::string::npos || r == std::string::npos || r < l) return false;
+  comm = text.substr(l + 1, r - l - 1);
+  std::istringstream is(text.substr(r + 1));
+  rest.clear();
+  for (std::string f; is >> f;) rest.push_back(f);
+  return rest.size() > 5;
+}
+
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+std::string format_seconds(double s) {
+  std::ostringstream os;
+  os << s;
+  return os.str();
+}
+
+// Watches the process tree rooted at the child: threads, per-thread CPU and run-queue wait,
+// mapped shared objects. Threads that exit keep their last values.
+class TreeSampler {
+ public:
+  TreeSampler(int root, int pgid) : root_(root), pgid_(pgid) { pids_.insert(root); }
+
+  void sweep(bool rescan_tree, bool read_maps) {
+    if (rescan_tree) rescan();
+    int alive_threads = 0;
+    for (auto it = pids_.begin(); it != pids_.end();) {
+      int pid = *it;
+      std::string base = "/proc/" + std::to_string(pid) + "/task";
+      auto tids = numeric_entries(base);
+      if (tids.empty() && pid != root_) {
+        it = pids_.erase(it);
+        continue;
+      }
+      for (int tid : tids) {
+        std::string ss = slurp(base + "/" + std::to_string(tid) + "/schedstat");
+        if (ss.empty()) continue;
+        ++alive_threads;
+        unsigned long long cpu_ns = 0, wait_ns = 0;
+        if (std::sscanf(ss.c_str(), "%llu %llu", &cpu_ns, &wait_ns) != 2) continue;
+        auto& t = threads_[tid];
+        if (t.tid == 0) {
+          t.tid = tid;
+          t.pid = pid;
+          std::string c = slurp(base + "/" + std::to_string(tid) + "/comm");
+          while (!c.empty() && c.back() == '\n') c.pop_back();
+          t.comm = c;
+        }
+        t.cpu_s = cpu_ns * 1e-9;
+        t.runq_wait_s = wait_ns * 1e-9;
+      }
+      if (read_maps) read_libraries(pid);
+      ++it;
+    }
+    if (alive_threads > 0) {
+      ++samples_;
+      thread_sum_ += alive_threads;
+      max_threads_ = std::max(max_threads_, alive_threads);
+    }
+  }
+
+  int samples() const { return samples_; }
+  int max_threads() const { return max_threads_; }
+  double mean_threads() const { return samples_ ? double(thread_sum_) / samples_ : 0; }
+  const std::map<int, ThreadSample>& threads() const { return threads_; }
+  const std::set<std::string>& libraries() const { return libraries_; }
+
+ private:
+  // Finds descendants: processes in the child's process group, or whose parent is known.
+  void rescan() {
+    for (int pid : numeric_entries("/proc")) {
+      if (pids_.count(pid)) continue;
+      std::string comm;
+      std::vector<std::string> f;
+      if (!stat_fields(slurp("/proc/" + std::to_string(pid) + "/stat"), comm, f)) continue;
+      int ppid = std::atoi(f[1].c_str()), pgrp = std::atoi(f[2].c_str());
+      if (pgrp == pgid_ || pids_.count(ppid)) pids_.insert(pid);
+    }
+  }
+
+  void read_libraries(int pid) {
+    std::string maps = slurp("/proc/" + std::to_string(pid) + "/maps");
+    std::istringstream is(maps);
+    for (std::string line; std::getline(is, line);) {
+      auto slash = line.find('/');
+      if (slash == std::string::npos) continue;
+      std::string path = line.substr(slash);
+      if (path.find(".so") == std::string::npos) continue;
+      libraries_.insert(path);
+    }
+  }
+
+  int root_, pgid_;
+  std::set<int> pids_;
+  std::map<int, ThreadSample> threads_;
+  std::set<std::string> libraries_;
+  int samples_ = 0, max_threads_ = 0;
+  long thread_sum_ = 0;
+};
+
+struct PerfCounter {
+  std::string name;
+  uint32_t type;
+  uint64_t config;
+  int fd = -1;
+};
+
+long perf_open(perf_event_attr* attr, int pid) {
+  return ::syscall(SYS_perf_event_open, attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+// Opens counters on the (stopped, not yet exec'd) child; they start at exec and follow
+// every thread and process it creates.
+std::vector<PerfCounter> open_counters(int pid, std::vector<std::string>& notes) {
+  std::vector<PerfCounter> cs = {
+      {"task_clock_ms", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK},
+      {"context_switches", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES},
+      {"cpu_migrations", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS},
+      {"page_faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS},
+      {"cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES},
+      {"instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS},
+      {"cache_misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES},
+  };
+  for (auto& c : cs) {
+    perf_event_attr a{};
+    a.size = sizeof a;
+    a.type = c.type;
+    a.config = c.config;
+    a.disabled = 1;
+    a.enable_on_exec = 1;
+    a.inherit = 1;
+    c.fd = static_cast<int>(perf_open(&a, pid));
+    if (c.fd < 0 && (errno == EACCES || errno == EPERM)) {
+      a.exclude_kernel = 1;
+      a.exclude_hv = 1;
+      c.fd = static_cast<int>(perf_open(&a, pid));
+    }
+    if (c.fd < 0) {
+      int e = errno;
+      std::string why = (e == ENOENT || e == EOPNOTSUPP || e == ENODEV)
+                            ? "not supported on this kernel/VM"
+                        : (e == EACCES || e == EPERM)
+                            ? "not permitted (kernel.perf_event_paranoid)"
+                            : std::string("perf_event_open failed: ") + std::strerror(e);
+      notes.push_back(c.name + ": " + why);
+    }
+  }
+  return cs;
+}
+
+void read_counters(std::vector<PerfCounter>& cs, RunResult& r) {
+  for (auto& c : cs) {
+    if (c.fd < 0) continue;
+    uint64_t v = 0;
+    if (::read(c.fd, &v, sizeof v) == static_cast<ssize_t>(sizeof v))
+      r.perf[c.name] = c.config == PERF_COUNT_SW_TASK_CLOCK && c.type == PERF_TYPE_SOFTWARE
+                           ? v / 1e6
+                           : static_cast<double>(v);
+    else
+      r.perf_notes.push_back(c.name + ": could not be read");
+    ::close(c.fd);
+    c.fd = -1;
+  }
+}
+
+std::vector<std::string> build_env(const RunSpec& spec) {
+  std::map<std::string, std::string> env;
+  if (spec.inherit_env)
+    for (char** e = environ; e && *e; ++e) {
+      std::string kv = *e;
+      auto eq = kv.find('=');
+      if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+  for (auto& k : spec.env_unset) env.erase(k);
+  for (auto& [k, v] : spec.env_set) env[k] = v;
+  std::vector<std::string> out;
+  for (auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+void drain(int& fd, std::string& into, size_t cap) {
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      if (into.size() < cap) into.append(buf, std::min<size_t>(n, cap - into.size()));
+      continue;
+    }
+    if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+      ::close(fd);
+      fd = -1;
+    }
+    return;
+  }
+}
+
+}  // namespace
+
+int online_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
+RunResult run(const RunSpec& spec) {
+  RunResult r;
+  if (spec.argv.empty() || spec.argv[0].empty()) {
+    r.failure = "exec failed: no command given";
+    return r;
+  }
+  std::vector<std::string> env = build_env(spec);
+  std::vector<char*> envp, argv;
+  for (auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  for (auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+
+  int out_pipe[2], err_pipe[2], go_pipe[2], exec_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) || ::pipe2(err_pipe, O_CLOEXEC) || ::pipe2(go_pipe, O_CLOEXEC) ||
+      ::pipe2(exec_pipe, O_CLOEXEC)) {
+    r.failure = std::string("exec failed: pipe: ") + std::strerror(errno);
+    return r;
+  }
+
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    r.failure = std::string("exec failed: fork: ") + std::strerror(errno);
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], go_pipe[0], go_pipe[1],
+                   exec_pipe[0], exec_pipe[1]})
+      ::close(fd);
+    return r;
+  }
+  if (pid == 0) {
+    // Child: only async-signal-safe calls from here to exec.
+    ::setpgid(0, 0);
+    ::signal(SIGPIPE, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, 0);
+    ::dup2(out_pipe[1], 1);
+    ::dup2(err_pipe[1], 2);
+    char go;
+    while (::read(go_pipe[0], &go, 1) < 0 && errno == EINTR) {
+    }
+    int tagged[2] = {0, 0};  // {1 if the working directory failed, errno}
+    if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) {
+      tagged[0] = 1;
+      tagged[1] = errno;
+    } else {
+      ::execvpe(argv[0], argv.data(), envp.data());
+      tagged[1] = errno;
+    }
+    ssize_t ignored = ::write(exec_pipe[1], tagged, sizeof tagged);
+    (void)ignored;
+    ::_exit(127);
+  }
+
+  ::setpgid(pid, pid);  // also in the parent: no race with the kill on timeout
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  ::close(go_pipe[0]);
+  ::close(exec_pipe[1]);
+
+  std::vector<PerfCounter> counters;
+  if (spec.perf) counters = open_counters(pid, r.perf_notes);
+
+  auto t0 = Clock::now();
+  double cpu0 = thread_cpu_s();
+  ssize_t ignored = ::write(go_pipe[1], "g", 1);
+  (void)ignored;
+  ::close(go_pipe[1]);
+
+  int tagged[2] = {0, 0};
+  ssize_t got;
+  while ((got = ::read(exec_pipe[0], tagged, sizeof tagged)) < 0 && errno == EINTR) {
+  }
+  ::close(exec_pipe[0]);
+  if (got == static_cast<ssize_t>(sizeof tagged)) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    for (auto& c : counters)
+      if (c.fd >= 0) ::close(c.fd);
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    r.failure = tagged[0] ? "exec failed: cannot enter working directory " + spec.cwd + ": " +
+                                std::strerror(tagged[1])
+                          : "exec failed: " + spec.argv[0] + ": " + std::strerror(tagged[1]);
+    r.perf_notes.clear();
+    return r;
+  }
+  r.started = true;
+
+  int out_fd = out_pipe[0], err_fd = err_pipe[0];
+  ::fcntl(out_fd, F_SETFL, O_NONBLOCK);
+  ::fcntl(err_fd, F_SETFL, O_NONBLOCK);
+
+  TreeSampler sampler(pid, pid);
+  const bool sampling = spec.sample_interval_s > 0;
+  const int interval_ms = sampling ? std::max(1, int(spec.sample_interval_s * 1000)) : 50;
+  auto next_sample = Clock::now();
+  int sweep_no = 0;
+  bool term_sent = false;
+  Clock::time_point kill_at{};
+  int status = 0;
+  rusage ru{};
+  bool reaped = false;
+
+  while (!reaped) {
+    // Has the child ended? Peek without reaping, so that its threads can be read once more.
+    siginfo_t info{};
+    info.si_pid = 0;
+    if (::waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) {
+      if (sampling) sampler.sweep(false, false);
+      ::wait4(pid, &status, 0, &ru);
+      reaped = true;
+      break;
+    }
+    double elapsed = seconds_since(t0);
+    if (spec.timeout_s > 0 && elapsed > spec.timeout_s && !term_sent) {
+      r.timed_out = true;
+      term_sent = true;
+      ::kill(-pid, SIGTERM);
+      kill_at = Clock::now() + std::chrono::milliseconds(500);
+    }
+    if (term_sent && Clock::now() >= kill_at) ::kill(-pid, SIGKILL);
+
+    if (sampling && Clock::now() >= next_sample) {
+      // Rescan for new processes on the first sweeps and then every tenth: a full /proc
+      // walk costs far more than reading the known tasks.
+      bool rescan = sweep_no < 3 || sweep_no % 10 == 0;
+      bool maps = sweep_no == 2 || sweep_no % 25 == 0;
+      sampler.sweep(rescan, maps);
+      ++sweep_no;
+      next_sample += std::chrono::milliseconds(interval_ms);
+      if (next_sample < Clock::now()) next_sample = Clock::now() + std::chrono::milliseconds(interval_ms);
+    }
+    int wait_ms = interval_ms;
+    if (sampling) {
+      auto until = std::chrono::duration_cast<std::chrono::milliseconds>(next_sample - Clock::now()).count();
+      wait_ms = std::clamp<int>(static_cast<int>(until), 1, interval_ms);
+    }
+    pollfd fds[2];
+    int n = 0;
+    if (out_fd >= 0) fds[n++] = {out_fd, POLLIN, 0};
+    if (err_fd >= 0) fds[n++] = {err_fd, POLLIN, 0};
+    if (n == 0) {
+      ::usleep(static_cast<useconds_t>(wait_ms) * 1000);
+    } else if (::poll(fds, n, wait_ms) > 0) {
+      if (out_fd >= 0) drain(out_fd, r.stdout_text, spec.output_cap);
+      if (err_fd >= 0) drain(err_fd, r.stderr_text, spec.output_cap);
+    }
+  }
+  r.wall_s = seconds_since(t0);
+
+  // Anything the child left behind in its group goes too, so nothing holds our pipes.
+  ::kill(-pid, SIGKILL);
+  for (int fd : {out_fd, err_fd}) {
+    if (fd < 0) continue;
+    int f = fd;
+    auto deadline = Clock::now() + std::chrono::milliseconds(200);
+    while (f >= 0 && Clock::now() < deadline) {
+      pollfd p{f, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      drain(f, fd == out_fd ? r.stdout_text : r.stderr_text, spec.output_cap);
+    }
+    if (f >= 0) ::close(f);
+  }
+  r.sampler_cpu_s = thread_cpu_s() - cpu0;
+
+  read_counters(counters, r);
+  r.user_s = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6;
+  r.sys_s = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+  r.voluntary_switches = ru.ru_nvcsw;
+  r.involuntary_switches = ru.ru_nivcsw;
+  r.max_rss_kb = ru.ru_maxrss;
+  r.minor_faults = ru.ru_minflt;
+  r.major_faults = ru.ru_majflt;
+
+  r.samples = sampler.samples();
+  r.max_threads = sampler.max_threads();
+  r.mean_threads = sampler.mean_threads();
+  for (auto& [tid, t] : sampler.threads()) {
+    r.threads.push_back(t);
+    r.runq_wait_s += t.runq_wait_s;
+  }
+  r.libraries.assign(sampler.libraries().begin(), sampler.libraries().end());
+
+  if (WIFEXITED(status)) {
+    r.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    r.term_signal = WTERMSIG(status);
+  }
+  if (r.timed_out)
+    r.failure = "timeout after " + format_seconds(spec.timeout_s) + " s";
+  else if (r.term_signal)
+    r.failure = signal_name(r.term_signal);
+  else if (r.exit_code != 0)
+    r.failure = "exit " + std::to_string(r.exit_code);
+  return r;
+}
+
+}  // namespace syspilot::tuner

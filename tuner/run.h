@@ -1,0 +1,60 @@
+// Running an application once as a measured trial: a fresh process in its own process
+// group, a given environment, a timeout that kills the whole group, and the OS signals
+// (run-queue wait, context switches, threads, RSS, faults, perf counters) collected meanwhile.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+namespace syspilot::tuner {
+
+struct RunSpec {
+  std::vector<std::string> argv;                 // argv[0] is searched in PATH when it has no '/'
+  std::map<std::string, std::string> env_set;    // applied after inheritance and env_unset
+  std::vector<std::string> env_unset;
+  bool inherit_env = true;
+  double timeout_s = 60;                         // <= 0: no timeout
+  std::string cwd;                               // empty: the caller's
+  double sample_interval_s = 0.02;               // /proc sampling period; <= 0: no sampling
+  bool perf = true;                              // perf_event_open software counters
+  size_t output_cap = 1 << 20;                   // bytes kept of stdout and of stderr each
+};
+
+// One thread's CPU use as last seen by the sampler.
+struct ThreadSample {
+  int pid = 0, tid = 0;
+  std::string comm;
+  double cpu_s = 0;         // user+sys (schedstat field 1)
+  double runq_wait_s = 0;   // time runnable but waiting for a CPU (schedstat field 2)
+};
+
+struct RunResult {
+  int exit_code = -1;       // -1 when killed by a signal or never started
+  int term_signal = 0;      // the signal that ended the child, 0 if it exited
+  bool timed_out = false;
+  bool started = false;
+  std::string failure;      // "" or why the run failed (exit 3, SIGSEGV, timeout after 5 s, exec failed: ...)
+  double wall_s = 0, user_s = 0, sys_s = 0;
+  long voluntary_switches = 0, involuntary_switches = 0;
+  long max_rss_kb = 0, minor_faults = 0, major_faults = 0;
+  int max_threads = 0;      // most threads alive at once across the process tree
+  double mean_threads = 0;  // averaged over samples
+  double runq_wait_s = 0;   // schedstat run-queue wait summed over every thread ever seen
+  int samples = 0;          // how many /proc sweeps were taken
+  std::vector<ThreadSample> threads;             // every thread seen, last values
+  std::vector<std::string> libraries;            // shared objects mapped by the tree (dlopen included)
+  std::map<std::string, double> perf;            // perf_event_open counters that worked
+  std::vector<std::string> perf_notes;           // "cycles: not supported on this kernel/VM"
+  std::string stdout_text, stderr_text;          // capped at RunSpec::output_cap
+  double sampler_cpu_s = 0;  // CPU the sampler itself spent (profiling overhead)
+
+  bool ok() const { return started && !timed_out && term_signal == 0 && exit_code == 0; }
+};
+
+// Runs argv as described. Never throws for a failing child; `failure` says what happened.
+RunResult run(const RunSpec& spec);
+
+// Number of CPUs this process may run on (sched_getaffinity), at least 1.
+int online_cpus();
+
+}  // namespace syspilot::tuner
