@@ -1,0 +1,210 @@
+// Public API of analysis: which libraries an application composes, which of them will fight
+// (hypotheses derived by rules kept as data in tuner/rules/), and the profile that confirms or
+// refutes each. `syspilot analyze`, `syspilot tune` and POST /v1/compose call these.
+#pragma once
+#include <nlohmann/json_fwd.hpp>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lpcl/ast.h"
+#include "lpcl/diagnostics.h"
+#include "tuner/run.h"
+#include "tuner/search.h"
+
+namespace syspilot::tuner {
+
+// ---------------------------------------------------------------------------------------
+// Composition
+
+// A shared object the application loads.
+struct Library {
+  std::string soname;      // as named in DT_NEEDED (or by the manifest / seen mapped at run time)
+  std::string path;        // where the loader finds it ("" when not found)
+  std::string real_path;   // after following symlinks (Debian alternatives included)
+  std::string variant;     // the build it resolves to: "openblas-pthread", "openblas-openmp", ...
+  std::string found_by;    // rpath | runpath | LD_LIBRARY_PATH | ld.so.cache | default | dlopen | manifest
+  std::string needed_by;   // soname of the object that named it; "" for the application itself
+  bool direct = false;     // named by the application (or the manifest), not only by a library
+  std::string contract;    // name of the contract describing it; "" when none
+};
+
+// Where a library's API is called in the application's source.
+struct CallSite {
+  std::string library;    // contract name (or soname when no contract)
+  std::string symbol;     // cblas_dgemm
+  std::string file;       // relative to the source root
+  int line = 0;
+  std::string function;   // enclosing function
+  std::vector<std::string> regions;  // parallel contexts it runs in: "omp_parallel@main.c:12", ...
+};
+
+// `inner` is called inside a parallel region opened by `outer` (nested), or both run at the
+// same time (co-run). `outer`/`inner` are contract names or "app-threads" (the application's
+// own std::thread / pthread_create threads).
+struct Relation {
+  enum class Kind { Nested, CoRun };
+  Kind kind = Kind::Nested;
+  std::string outer, inner;
+  std::string how;    // omp_parallel | tbb_parallel | thread | manifest | unknown
+  std::string where;  // "file:line" of the call site, or "manifest", or "" when assumed
+};
+
+// A contract in use, with where it came from.
+struct ContractUse {
+  lpcl::Contract contract;
+  std::string source;  // store | corpus | synthesized | file
+  std::string path;    // the .lpcl file, store id, or the shared object it was synthesized from
+  std::vector<std::string> libraries;  // sonames it binds in this composition
+};
+
+struct Composition {
+  std::string application;                // path of the binary ("" for a name-only composition)
+  std::vector<Library> libraries;         // direct first, then transitive, in load order
+  std::vector<ContractUse> contracts;
+  std::vector<Relation> relations;        // nesting and co-running, from source or manifest
+  std::vector<CallSite> call_sites;
+  bool source_scanned = false;            // true when relations come from the source (absence means something)
+  bool app_threads = false;               // the application creates its own threads
+  std::vector<std::string> app_imports;   // resource-relevant undefined symbols of the binary
+
+  const ContractUse* find_contract(const std::string& name) const;
+};
+
+struct ComposeOptions {
+  std::string binary;                     // application executable; may be empty with a manifest
+  std::string source_dir;                 // --source: scanned with tree-sitter when non-empty
+  std::string manifest;                   // --manifest FILE (docs/analysis.md)
+  std::vector<std::string> contract_dirs; // *.lpcl searched; empty: $SYSPILOT_CORPUS_DIR or the source tree's corpus/
+  std::string store_path;                 // SQLite store searched first; "" = none
+  bool synthesize = true;                 // draft a missing contract from the installed library
+  std::map<std::string, std::string> env; // environment the application will run with (LD_LIBRARY_PATH)
+};
+
+// Problems (unreadable binary, bad manifest, a contract that does not parse) go to diags;
+// what could be composed is still returned.
+Composition compose(const ComposeOptions& opts, Diagnostics& diags);
+
+// Name-only composition for the service (POST /v1/compose): libraries by contract name or
+// soname, nesting pairs (outer, inner) and co-running pairs; contracts as in compose().
+struct NamedComposition {
+  std::vector<std::string> libraries;
+  std::vector<std::pair<std::string, std::string>> nested;   // (outer, inner)
+  std::vector<std::pair<std::string, std::string>> co_run;
+  std::vector<std::string> contract_dirs;
+  std::string store_path;
+};
+Composition compose_named(const NamedComposition& req, Diagnostics& diags);
+
+// Name-only composition from contracts the caller already holds (the service's store).
+Composition compose_contracts(const std::vector<lpcl::Contract>& contracts,
+                              const std::vector<std::pair<std::string, std::string>>& nested,
+                              const std::vector<std::pair<std::string, std::string>>& co_run);
+
+// ---------------------------------------------------------------------------------------
+// Hypotheses
+
+enum class Verdict { Unknown, Confirmed, Refuted };
+const char* to_string(Verdict v);  // "unknown" | "confirmed" | "refuted"
+
+// One threshold of a rule, e.g. {"ivcs_ratio", ">=", 3}: the signal's value compared.
+struct Check {
+  std::string signal;
+  std::string op;     // > >= < <=
+  double threshold = 0;
+  std::string why;    // what it shows, from the rule
+};
+
+// The numbers that decided a check.
+struct Evidence {
+  std::string signal;
+  double value = 0;
+  std::string op;
+  double threshold = 0;
+  bool passed = false;
+  std::string note;   // "default 17718 ivcs in 1.89 s vs probe 186 in 0.75 s"
+};
+
+struct Hypothesis {
+  std::string id;                        // "nested_oversubscription:libgomp>openblas"
+  std::string kind;                      // the rule's kind
+  std::string title;
+  std::vector<std::string> libraries;    // contract names (or app-threads)
+  std::string symptom;                   // predicted symptom
+  std::vector<Check> checks;             // all must hold to confirm
+  std::vector<std::string> controls;     // controls that act on it
+  std::string constraint;                // LPCL expression text ("" when the rule gives none)
+  std::vector<Config> remedies;          // partial configurations the rule suggests
+  std::map<std::string, std::string> probe;  // env for the probing run ("" value = unset); empty: none
+  std::vector<std::string> sources;      // contract lines it came from: "corpus/openblas.lpcl:12: assume no_nesting(parallel_region)"
+  std::string basis;                     // why it applies: "cblas_dgemm called inside omp parallel at main.c:14" / "possible: no source given"
+  // Filled by profile():
+  Verdict verdict = Verdict::Unknown;
+  std::vector<Evidence> evidence;
+  std::string reason;                    // one line: what decided the verdict
+};
+
+// Applies every rule in `rules_dir` (empty: $SYSPILOT_RULES_DIR or the built-in tuner/rules/).
+std::vector<Hypothesis> hypothesize(const Composition& c, Diagnostics& diags, const std::string& rules_dir = {});
+
+// ---------------------------------------------------------------------------------------
+// Profiling
+
+struct ProfileOptions {
+  RunSpec run;               // argv, env, timeout; sampling settings
+  bool probes = true;        // one probing run per distinct probe environment
+  int repeats = 1;           // default/probe pairs, interleaved D P D P; medians decide
+};
+
+struct ProbeRun {
+  std::map<std::string, std::string> env;
+  std::vector<std::string> hypotheses;   // ids it serves
+  std::vector<RunResult> runs;
+};
+
+struct Profile {
+  std::vector<RunResult> default_runs;
+  std::vector<ProbeRun> probes;
+  std::map<std::string, double> signals;      // derived from the median default run (see docs/analysis.md)
+  std::vector<std::string> notes;             // perf notes, dlopen'ed libraries, introspection output
+  int ncpus = 1;
+};
+
+// Runs the application (default, then probes), decides each hypothesis' verdict in place.
+Profile profile(const Composition& c, std::vector<Hypothesis>& hs, const ProfileOptions& opts, Diagnostics& diags);
+
+// Derived signals of one run (threads_max, ivcs_per_s, runq_wait_frac, cpu_util, ...).
+std::map<std::string, double> signals_of(const RunResult& r, int ncpus);
+
+// ---------------------------------------------------------------------------------------
+// The whole analysis
+
+struct AnalyzeOptions {
+  ComposeOptions compose;
+  ProfileOptions profile;    // profile.run.argv empty: no profiling (verdicts stay unknown)
+  std::string rules_dir;
+};
+
+struct Analysis {
+  Composition composition;
+  std::vector<Hypothesis> hypotheses;
+  Profile profile;
+  bool profiled = false;
+  Diagnostics diagnostics;
+};
+
+Analysis analyze(const AnalyzeOptions& opts);
+
+// Confirmed hypotheses as the search sees them (strongest first); `all` adds unknown ones.
+std::vector<Guide> guides(const std::vector<Hypothesis>& hs, bool all = false);
+
+// The contracts of a composition, for building the search space.
+std::vector<lpcl::Contract> contracts_of(const Composition& c);
+
+nlohmann::json to_json(const Composition& c);
+nlohmann::json to_json(const Hypothesis& h);
+nlohmann::json to_json(const Analysis& a);   // schema in docs/analysis.md
+std::string to_text(const Analysis& a);      // the human-readable report
+
+}  // namespace syspilot::tuner
