@@ -1,0 +1,311 @@
+// The measurement driver: the live objective (one fresh process per run), the tune() loop with
+// its budget accounting and adaptive repeats, and the interleaved fresh re-measurement.
+#include "tuner/measure.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <regex>
+#include <sstream>
+
+#include "tuner/run.h"
+#include "tuner/space.h"
+
+extern char** environ;
+
+namespace syspilot::tuner {
+
+namespace {
+
+std::map<std::string, std::string> inherited_environment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return env;
+}
+
+std::string tail(const std::string& s, size_t n) { return s.size() > n ? s.substr(s.size() - n) : s; }
+
+std::optional<double> to_number(const std::string& s) {
+  const char* b = s.c_str();
+  char* end = nullptr;
+  double v = std::strtod(b, &end);
+  if (end == b || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+double relative_spread(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  double med = median(v);
+  if (med == 0) return 0;
+  auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  return (*hi - *lo) / (2 * std::fabs(med));
+}
+
+std::optional<double> read_metric(const std::string& output, const std::string& regex) {
+  std::regex re(regex, std::regex::ECMAScript);
+  std::smatch m;
+  if (!std::regex_search(output, m, re)) return std::nullopt;
+  std::string text = m.size() > 1 && m[1].matched ? m[1].str() : m[0].str();
+  return to_number(text);
+}
+
+LiveObjective::LiveObjective(Space space, ObjectiveSpec spec) : space_(std::move(space)), spec_(std::move(spec)) {
+  if (spec_.shim.empty()) spec_.shim = shim_path();
+  if (!spec_.metric_regex.empty()) std::regex check(spec_.metric_regex);  // throws std::regex_error early
+}
+
+Measurement LiveObjective::evaluate(const Config& c) {
+  Measurement m;
+  m.repeats = 1;
+  bool needs_shim = std::any_of(c.begin(), c.end(), [&](const auto& kv) {
+    const Param* p = space_.find(kv.first);
+    return p && p->kind == Param::Kind::Api;
+  });
+  if (needs_shim && spec_.shim.empty()) {
+    m.failure = "API control needs the preload shim, which is not built (set SYSPILOT_SHIM to libsyspilot_shim.so)";
+    return m;
+  }
+  RunSpec rs;
+  rs.argv = spec_.argv;
+  rs.timeout_s = spec_.timeout_s;
+  rs.sample_interval_s = 0;  // no sampling while tuning: it would cost the measured program CPU
+  rs.perf = false;
+  rs.env_set = spec_.env;
+  for (const auto& [k, v] : environment_for(space_, c, spec_.shim, inherited_environment())) rs.env_set[k] = v;
+  RunResult r = run(rs);
+  last_output_ = tail(r.stderr_text, 2000);
+  if (!r.ok()) {
+    m.failure = r.failure.empty() ? "run failed" : r.failure;
+    if (!r.stderr_text.empty()) m.failure += ": " + tail(r.stderr_text, 200);
+    while (!m.failure.empty() && (m.failure.back() == '\n' || m.failure.back() == ' ')) m.failure.pop_back();
+    return m;
+  }
+  double v = r.wall_s;
+  if (!spec_.score_cmd.empty()) {
+    // The score command sees the run's output in files and its wall time in the environment.
+    char out_path[] = "/tmp/syspilot-score-XXXXXX";
+    int fd = mkstemp(out_path);
+    if (fd < 0) {
+      m.failure = "cannot create a temporary file for --score-cmd";
+      return m;
+    }
+    close(fd);
+    {
+      std::ofstream(out_path, std::ios::binary) << r.stdout_text;
+    }
+    RunSpec sc;
+    sc.argv = {"/bin/sh", "-c", spec_.score_cmd};
+    sc.timeout_s = spec_.timeout_s;
+    sc.sample_interval_s = 0;
+    sc.perf = false;
+    sc.env_set = {{"SYSPILOT_OUTPUT", out_path}, {"SYSPILOT_WALL_S", std::to_string(r.wall_s)}};
+    RunResult sr = run(sc);
+    std::filesystem::remove(out_path);
+    if (!sr.ok()) {
+      m.failure = "score command failed (" + sr.failure + ")";
+      return m;
+    }
+    auto s = read_metric(sr.stdout_text, R"(([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?))");
+    if (!s) {
+      m.failure = "score command printed no number";
+      return m;
+    }
+    v = *s;
+  } else if (!spec_.metric_regex.empty()) {
+    auto s = read_metric(r.stdout_text + "\n" + r.stderr_text, spec_.metric_regex);
+    if (!s) {
+      m.failure = "no metric: /" + spec_.metric_regex + "/ matched no number in the output";
+      return m;
+    }
+    v = *s;
+  }
+  if (spec_.maximize) v = -v;
+  m.ok = true;
+  m.value = v;
+  m.samples = {v};
+  return m;
+}
+
+// ---- tune() ---------------------------------------------------------------------------------
+
+namespace {
+
+// Folds one more run into a trial's measurement.
+void add_run(Measurement& agg, const Measurement& one) {
+  agg.repeats += std::max(1, one.repeats);
+  if (one.ok) {
+    agg.samples.insert(agg.samples.end(), one.samples.begin(), one.samples.end());
+    if (one.samples.empty()) agg.samples.push_back(one.value);
+  } else if (agg.samples.empty()) {
+    agg.failure = one.failure;
+  }
+  agg.ok = !agg.samples.empty();
+  if (agg.ok) {
+    agg.failure.clear();
+    agg.value = median(agg.samples);
+    agg.spread = relative_spread(agg.samples);
+  }
+}
+
+// Noise estimated from every trial measured more than once (median of their spreads).
+double pooled_noise(const std::vector<Trial>& trials, double prior) {
+  std::vector<double> s;
+  for (const auto& t : trials)
+    if (t.m.ok && t.m.samples.size() >= 2) s.push_back(t.m.spread);
+  if (s.empty()) return prior;
+  return std::max(0.01, median(s));
+}
+
+int best_of(const std::vector<Trial>& trials) {
+  int best = -1;
+  for (const auto& t : trials)
+    if (t.m.ok && (best < 0 || t.m.value < trials[best].m.value)) best = t.index;
+  return best;
+}
+
+double ratio(double reference, double best) {
+  if (best == 0 || reference == 0) return 0;
+  // Negated (maximised) metrics: the speedup is how much larger the best metric is.
+  return reference > 0 ? reference / best : best / reference;
+}
+
+}  // namespace
+
+TuneResult tune(Strategy& strategy, Objective& objective, const TuneOptions& o) {
+  TuneResult res;
+  res.trials = o.resumed;
+  for (size_t i = 0; i < res.trials.size(); ++i) {
+    res.trials[i].index = static_cast<int>(i);
+    res.runs += res.trials[i].m.repeats;
+  }
+  auto report = [&](const Trial& t) {
+    if (o.on_trial) o.on_trial(t);
+    if (!o.progress) return;
+    int b = best_of(res.trials);
+    std::ostringstream line;
+    line << "trial " << t.index + 1 << "  runs " << res.runs << "/" << o.budget << "  " << to_string(t.config) << "  ";
+    if (t.m.ok) {
+      line << std::fabs(t.m.value) << " (x" << t.m.repeats << ", +-" << std::lround(t.m.spread * 100) << "%)";
+    } else {
+      line << "FAILED: " << t.m.failure;
+    }
+    if (b >= 0) {
+      line << "  best " << std::fabs(res.trials[b].m.value);
+      int ref = -1;
+      for (const auto& x : res.trials)
+        if (x.config.empty() && x.m.ok) ref = x.index;
+      if (ref >= 0) line << " (" << std::round(ratio(res.trials[ref].m.value, res.trials[b].m.value) * 100) / 100 << "x)";
+    }
+    o.progress(line.str());
+  };
+
+  auto measure = [&](Config cfg, const std::string& who, int min_repeats) {
+    Trial t;
+    t.index = static_cast<int>(res.trials.size());
+    t.config = std::move(cfg);
+    t.strategy = who;
+    t.runs_before = res.runs;
+    int b = best_of(res.trials);
+    double noise = pooled_noise(res.trials, o.noise);
+    for (;;) {
+      Measurement one = objective.evaluate(t.config);
+      add_run(t.m, one);
+      res.runs += std::max(1, one.repeats);
+      if (!t.m.ok || res.runs >= o.budget || t.m.repeats >= o.max_repeats) break;
+      if (t.m.repeats < min_repeats) continue;
+      // Repeat while the trial is within the noise of the incumbent (or better): only then
+      // can another run change which configuration is best. Clearly worse ones stop at once.
+      if (b < 0) break;
+      double inc = res.trials[b].m.value;
+      double band = std::max(noise, t.m.spread) * std::fabs(inc);
+      if (t.m.value > inc + band) break;
+      if (t.m.value < inc - 3 * band && t.m.repeats >= 2) break;  // clearly better and confirmed once
+    }
+    res.trials.push_back(t);
+    report(res.trials.back());
+  };
+
+  bool have_reference = std::any_of(res.trials.begin(), res.trials.end(), [](const Trial& t) { return t.config.empty(); });
+  if (!have_reference && res.runs < o.budget) measure({}, "reference", std::min(2, o.max_repeats));
+
+  res.stop_reason = "budget";
+  int duplicates = 0;
+  while (res.runs < o.budget) {
+    std::optional<Config> next = strategy.next(res.trials);
+    if (!next) {
+      res.stop_reason = "strategy finished";
+      break;
+    }
+    auto seen = std::find_if(res.trials.begin(), res.trials.end(), [&](const Trial& t) { return t.config == *next; });
+    if (seen != res.trials.end()) {
+      // A strategy proposing a measured configuration gets the stored answer at no cost; a
+      // strategy that keeps doing so has exhausted what it can propose.
+      if (++duplicates > 50) {
+        res.stop_reason = "strategy finished";
+        break;
+      }
+      Trial t = *seen;
+      t.index = static_cast<int>(res.trials.size());
+      t.strategy = strategy.name();
+      t.runs_before = res.runs;
+      t.m.repeats = 0;
+      res.trials.push_back(t);
+      continue;
+    }
+    duplicates = 0;
+    measure(*next, strategy.name(), 1);
+  }
+  res.best = best_of(res.trials);
+  for (const auto& t : res.trials)
+    if (t.config.empty() && t.m.ok && res.reference < 0) res.reference = t.index;
+  res.noise = pooled_noise(res.trials, o.noise);
+  if (res.best >= 0 && res.reference >= 0) {
+    const auto& r = res.trials[res.reference].m;
+    const auto& b = res.trials[res.best].m;
+    res.speedup = ratio(r.value, b.value);
+    double rs = r.samples.size() > 1 ? r.spread : res.noise;
+    double bs = b.samples.size() > 1 ? b.spread : res.noise;
+    res.speedup_spread = rs + bs;
+  }
+  return res;
+}
+
+// ---- verify() -------------------------------------------------------------------------------
+
+Verification verify(Objective& objective, const Config& reference, const Config& candidate, int pairs, bool warm_up) {
+  Verification v;
+  if (warm_up) {
+    objective.evaluate(reference);
+    objective.evaluate(candidate);
+  }
+  std::vector<double> ratios;
+  for (int i = 0; i < pairs; ++i) {
+    Measurement r = objective.evaluate(reference);
+    Measurement c = objective.evaluate(candidate);
+    if (!r.ok || !c.ok) {
+      v.failure = !r.ok ? "reference failed: " + r.failure : "candidate failed: " + c.failure;
+      return v;
+    }
+    v.reference.push_back(r.value);
+    v.candidate.push_back(c.value);
+    ratios.push_back(ratio(r.value, c.value));
+  }
+  v.ok = !ratios.empty();
+  v.speedup = ratio(median(v.reference), median(v.candidate));
+  v.spread = relative_spread(ratios);
+  return v;
+}
+
+}  // namespace syspilot::tuner

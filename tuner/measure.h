@@ -1,0 +1,58 @@
+// The trial measurement driver: the live objective (a fresh process per run under a timeout,
+// wall time or a metric from the output or a scoring command), and the interleaved fresh
+// re-measurement that checks a reported speedup.
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tuner/search.h"
+
+namespace syspilot::tuner {
+
+struct ObjectiveSpec {
+  std::vector<std::string> argv;          // the application and its arguments
+  double timeout_s = 60;                  // per run; the whole process group is killed after it
+  std::string metric_regex;               // "": wall time; else the first match's first group (or the match) in stdout+stderr
+  bool maximize = false;                  // the metric is better when larger (its value is negated)
+  std::string score_cmd;                  // "": none; else `sh -c CMD` prints the score (see docs/tuner.md)
+  std::map<std::string, std::string> env;  // extra environment for every run
+  std::string shim;                       // preload shim for API controls ("" = shim_path())
+};
+
+// Runs the application once per evaluate() with the configuration applied (tuner/run.h).
+class LiveObjective : public Objective {
+ public:
+  LiveObjective(Space space, ObjectiveSpec spec);
+  Measurement evaluate(const Config& c) override;
+  // The last run's stderr tail, for failure reports.
+  const std::string& last_output() const { return last_output_; }
+
+ private:
+  Space space_;
+  ObjectiveSpec spec_;
+  std::string last_output_;
+};
+
+// Reads the objective from an application's output: the first match of `regex`, its first
+// capture group when it has one. nullopt when nothing matches or the match is not a number.
+std::optional<double> read_metric(const std::string& output, const std::string& regex);
+
+// Interleaved fresh measurement of the reference against a candidate: R C R C ..., `pairs`
+// each, after one unmeasured warm-up of each. speedup = median(R) / median(C) (for negated
+// metrics, median(C) / median(R)); spread is the relative half-range of the per-pair ratios.
+struct Verification {
+  bool ok = false;
+  std::string failure;
+  double speedup = 0;
+  double spread = 0;
+  std::vector<double> reference, candidate;
+};
+Verification verify(Objective& objective, const Config& reference, const Config& candidate, int pairs = 5,
+                    bool warm_up = true);
+
+// Relative half-range of a sample around its median (0 for fewer than two values).
+double relative_spread(const std::vector<double>& v);
+
+}  // namespace syspilot::tuner

@@ -1,0 +1,240 @@
+// Sessions and trials in the SQLite store: the "tuner" migrations, reads and writes, and the
+// JSON forms of spaces, guides and configurations kept with a session.
+#include "tuner/session.h"
+
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "store/store.h"
+
+namespace syspilot::tuner {
+
+namespace {
+
+const char* kSchemaV1 = R"SQL(
+CREATE TABLE tune_sessions(
+  id INTEGER PRIMARY KEY,
+  argv TEXT NOT NULL,
+  strategy TEXT NOT NULL,
+  budget INTEGER NOT NULL,
+  seed INTEGER NOT NULL,
+  space TEXT NOT NULL,
+  guides TEXT NOT NULL DEFAULT '[]',
+  options TEXT NOT NULL DEFAULT '{}',
+  status TEXT NOT NULL DEFAULT 'running',
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),
+  finished_at TEXT
+);
+CREATE TABLE tune_trials(
+  session_id INTEGER NOT NULL REFERENCES tune_sessions(id) ON DELETE CASCADE,
+  idx INTEGER NOT NULL,
+  strategy TEXT NOT NULL,
+  config TEXT NOT NULL,
+  ok INTEGER NOT NULL,
+  failure TEXT NOT NULL DEFAULT '',
+  value REAL NOT NULL,
+  spread REAL NOT NULL,
+  repeats INTEGER NOT NULL,
+  samples TEXT NOT NULL,
+  runs_before INTEGER NOT NULL,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),
+  PRIMARY KEY(session_id, idx)
+);
+)SQL";
+
+SessionInfo read_session(const store::Stmt& s) {
+  SessionInfo i;
+  i.id = s.column_int(0);
+  auto argv = nlohmann::json::parse(s.column_text(1), nullptr, false);
+  if (argv.is_array())
+    for (const auto& a : argv) i.argv.push_back(a.get<std::string>());
+  i.strategy = s.column_text(2);
+  i.budget = static_cast<int>(s.column_int(3));
+  i.seed = static_cast<std::uint64_t>(s.column_int(4));
+  i.space_json = s.column_text(5);
+  i.guides_json = s.column_text(6);
+  i.options_json = s.column_text(7);
+  i.status = s.column_text(8);
+  i.created_at = s.column_text(9);
+  i.finished_at = s.column_text(10);
+  return i;
+}
+
+const char* kSessionColumns =
+    "SELECT id, argv, strategy, budget, seed, space, guides, options, status, created_at, finished_at FROM tune_sessions";
+
+}  // namespace
+
+void register_session_schema() { store::register_migration("tuner", 1, kSchemaV1); }
+
+SessionStore::SessionStore(const std::string& db_path) {
+  register_session_schema();
+  db_ = std::make_unique<store::Database>(db_path);
+  db_->migrate();
+}
+
+SessionStore::~SessionStore() = default;
+
+const std::string& SessionStore::path() const { return db_->path(); }
+
+std::int64_t SessionStore::create(const SessionInfo& s) {
+  nlohmann::json argv = s.argv;
+  auto st = db_->prepare(
+      "INSERT INTO tune_sessions(argv, strategy, budget, seed, space, guides, options, status) VALUES(?,?,?,?,?,?,?,?)");
+  st.bind_all(argv.dump(), s.strategy, s.budget, static_cast<std::int64_t>(s.seed), s.space_json,
+              s.guides_json.empty() ? std::string("[]") : s.guides_json,
+              s.options_json.empty() ? std::string("{}") : s.options_json,
+              s.status.empty() ? std::string("running") : s.status);
+  st.run();
+  return db_->last_insert_rowid();
+}
+
+std::optional<SessionInfo> SessionStore::get(std::int64_t id) const {
+  auto st = db_->prepare(std::string(kSessionColumns) + " WHERE id = ?");
+  st.bind(1, id);
+  if (!st.step()) return std::nullopt;
+  return read_session(st);
+}
+
+std::vector<SessionInfo> SessionStore::list() const {
+  std::vector<SessionInfo> out;
+  auto st = db_->prepare(std::string(kSessionColumns) + " ORDER BY id DESC");
+  while (st.step()) out.push_back(read_session(st));
+  return out;
+}
+
+std::vector<Trial> SessionStore::trials(std::int64_t id) const {
+  std::vector<Trial> out;
+  auto st = db_->prepare(
+      "SELECT idx, strategy, config, ok, failure, value, spread, repeats, samples, runs_before "
+      "FROM tune_trials WHERE session_id = ? ORDER BY idx");
+  st.bind(1, id);
+  while (st.step()) {
+    Trial t;
+    t.index = static_cast<int>(st.column_int(0));
+    t.strategy = st.column_text(1);
+    t.config = config_from_json(st.column_text(2));
+    t.m.ok = st.column_int(3) != 0;
+    t.m.failure = st.column_text(4);
+    t.m.value = st.column_double(5);
+    t.m.spread = st.column_double(6);
+    t.m.repeats = static_cast<int>(st.column_int(7));
+    auto samples = nlohmann::json::parse(st.column_text(8), nullptr, false);
+    if (samples.is_array())
+      for (const auto& v : samples) t.m.samples.push_back(v.get<double>());
+    t.runs_before = static_cast<int>(st.column_int(9));
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+void SessionStore::add_trial(std::int64_t id, const Trial& t) {
+  nlohmann::json samples = t.m.samples;
+  auto st = db_->prepare(
+      "INSERT OR REPLACE INTO tune_trials(session_id, idx, strategy, config, ok, failure, value, spread, repeats, "
+      "samples, runs_before) VALUES(?,?,?,?,?,?,?,?,?,?,?)");
+  st.bind_all(id, t.index, t.strategy, config_to_json(t.config), t.m.ok ? 1 : 0, t.m.failure, t.m.value, t.m.spread,
+              t.m.repeats, samples.dump(), t.runs_before);
+  st.run();
+}
+
+void SessionStore::finish(std::int64_t id, const std::string& status) {
+  auto st = db_->prepare(
+      "UPDATE tune_sessions SET status = ?, finished_at = strftime('%Y-%m-%dT%H:%M:%SZ','now') WHERE id = ?");
+  st.bind_all(status, id);
+  st.run();
+}
+
+// ---- JSON forms -------------------------------------------------------------------------------
+
+namespace {
+
+const char* kind_name(Param::Kind k) {
+  switch (k) {
+    case Param::Kind::Env: return "env";
+    case Param::Kind::Api: return "api";
+    case Param::Kind::Option: return "option";
+  }
+  return "env";
+}
+
+}  // namespace
+
+std::string space_to_json(const Space& s) {
+  nlohmann::json params = nlohmann::json::array();
+  for (const auto& p : s.params)
+    params.push_back({{"name", p.name}, {"values", p.values}, {"default", p.default_value}, {"kind", kind_name(p.kind)},
+                      {"library", p.library}, {"carrier", p.carrier}, {"item_sep", p.item_sep},
+                      {"kv_sep", p.kv_sep}, {"numeric", p.numeric}});
+  return nlohmann::json{{"params", params}, {"constraints", s.constraints}}.dump();
+}
+
+Space space_from_json(const std::string& text) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw std::runtime_error("stored search space is not valid JSON");
+  Space s;
+  try {
+    for (const auto& p : j.at("params")) {
+      Param q;
+      q.name = p.at("name").get<std::string>();
+      q.values = p.at("values").get<std::vector<std::string>>();
+      q.default_value = p.value("default", "");
+      std::string k = p.value("kind", "env");
+      q.kind = k == "api" ? Param::Kind::Api : k == "option" ? Param::Kind::Option : Param::Kind::Env;
+      q.library = p.value("library", "");
+      q.carrier = p.value("carrier", "");
+      q.item_sep = p.value("item_sep", ",");
+      q.kv_sep = p.value("kv_sep", ":");
+      q.numeric = p.value("numeric", false);
+      if (q.values.empty()) throw std::runtime_error("control " + q.name + " has no values");
+      s.params.push_back(std::move(q));
+    }
+    s.constraints = j.value("constraints", std::vector<std::string>{});
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(std::string("stored search space is malformed: ") + e.what());
+  }
+  return s;
+}
+
+std::string guides_to_json(const std::vector<Guide>& gs) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& g : gs) {
+    nlohmann::json rem = nlohmann::json::array();
+    for (const auto& r : g.remedies) rem.push_back(r);
+    a.push_back({{"id", g.id}, {"kind", g.kind}, {"controls", g.controls}, {"constraint", g.constraint},
+                 {"remedies", rem}, {"weight", g.weight}});
+  }
+  return a.dump();
+}
+
+std::vector<Guide> guides_from_json(const std::string& text) {
+  std::vector<Guide> out;
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_array()) return out;
+  for (const auto& g : j) {
+    if (!g.is_object()) continue;
+    Guide x;
+    x.id = g.value("id", "");
+    x.kind = g.value("kind", "");
+    x.controls = g.value("controls", std::vector<std::string>{});
+    x.constraint = g.value("constraint", "");
+    if (g.contains("remedies") && g["remedies"].is_array())
+      for (const auto& r : g["remedies"]) x.remedies.push_back(r.get<Config>());
+    x.weight = g.value("weight", 1.0);
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+std::string config_to_json(const Config& c) { return nlohmann::json(c).dump(); }
+
+Config config_from_json(const std::string& text) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return {};
+  Config c;
+  for (auto& [k, v] : j.items())
+    if (v.is_string()) c[k] = v.get<std::string>();
+  return c;
+}
+
+}  // namespace syspilot::tuner

@@ -1,0 +1,61 @@
+// Tuning sessions and their trials in the SQLite store (component "tuner"), so that a session
+// interrupted in any way (kill -9 included) resumes without repeating finished trials.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tuner/search.h"
+
+namespace syspilot::store { class Database; }
+
+namespace syspilot::tuner {
+
+struct SessionInfo {
+  std::int64_t id = 0;
+  std::vector<std::string> argv;   // the application and its arguments
+  std::string strategy;
+  int budget = 0;
+  std::uint64_t seed = 1;
+  std::string space_json;          // space_to_json() of the space searched
+  std::string guides_json;         // guides_to_json() of the hypotheses that guided it
+  std::string options_json;        // the remaining settings (objective, timeout, ...), as the CLI wrote them
+  std::string status;              // running | finished | failed
+  std::string created_at, finished_at;
+};
+
+// Sessions in one SQLite file. Every write is its own transaction: a trial is either stored
+// whole or not at all.
+class SessionStore {
+ public:
+  explicit SessionStore(const std::string& db_path);
+  ~SessionStore();
+  SessionStore(const SessionStore&) = delete;
+  SessionStore& operator=(const SessionStore&) = delete;
+
+  std::int64_t create(const SessionInfo& s);
+  std::optional<SessionInfo> get(std::int64_t id) const;
+  std::vector<SessionInfo> list() const;          // newest first
+  std::vector<Trial> trials(std::int64_t id) const;  // in trial order
+  void add_trial(std::int64_t id, const Trial& t);
+  void finish(std::int64_t id, const std::string& status);
+  const std::string& path() const;
+
+ private:
+  std::unique_ptr<store::Database> db_;
+};
+
+// Registers the "tuner" schema migrations with the store (idempotent).
+void register_session_schema();
+
+// JSON text forms, so that a resumed session searches exactly the space it started with.
+std::string space_to_json(const Space& s);
+Space space_from_json(const std::string& text);   // throws std::runtime_error on malformed text
+std::string guides_to_json(const std::vector<Guide>& g);
+std::vector<Guide> guides_from_json(const std::string& text);
+std::string config_to_json(const Config& c);
+Config config_from_json(const std::string& text);
+
+}  // namespace syspilot::tuner

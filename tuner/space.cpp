@@ -1,0 +1,578 @@
+// The search space: machine facts, LPCL constraint evaluation, domain discretisation, and how
+// a configuration becomes a child's environment.
+#include "tuner/space.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+namespace syspilot::tuner {
+
+Objective::~Objective() = default;
+Strategy::~Strategy() = default;
+
+std::string to_string(const Config& c) {
+  if (c.empty()) return "default";
+  std::string s;
+  for (const auto& [k, v] : c) {
+    if (!s.empty()) s += ' ';
+    s += k + "=" + v;
+  }
+  return s;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+MachineFacts MachineFacts::detect() {
+  MachineFacts m;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  int n = 0;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
+  if (n <= 0) n = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  m.ncpus = m.ncores = std::max(1, n);
+  int nodes = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/sys/devices/system/node", ec)) {
+    auto name = e.path().filename().string();
+    if (name.rfind("node", 0) == 0 && name.size() > 4 && std::isdigit(static_cast<unsigned char>(name[4]))) ++nodes;
+  }
+  m.nnuma = std::max(1, nodes);
+  for (const auto& e : std::filesystem::directory_iterator("/dev", ec)) {
+    auto name = e.path().filename().string();
+    if (name.rfind("nvidia", 0) == 0 && name.size() > 6 && std::isdigit(static_cast<unsigned char>(name[6]))) ++m.ngpus;
+  }
+  m.mem_total = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  return m;
+}
+
+std::optional<double> MachineFacts::get(const std::string& name) const {
+  if (name == "ncpus") return ncpus;
+  if (name == "ncores") return ncores;
+  if (name == "nnuma") return nnuma;
+  if (name == "ngpus") return ngpus;
+  if (name == "mem_total") return mem_total;
+  return std::nullopt;
+}
+
+// ---- LPCL expressions over numbers ---------------------------------------------------------
+
+namespace {
+
+struct Unknown {
+  std::string what;
+};
+
+// A literal with an optional unit suffix: 8, 0x10, 0.5, 64KiB, 200ms.
+std::optional<double> parse_number(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  const char* s = text.c_str();
+  char* end = nullptr;
+  double v;
+  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+    v = static_cast<double>(std::strtoll(s, &end, 16));
+  } else {
+    v = std::strtod(s, &end);
+  }
+  if (end == s) return std::nullopt;
+  std::string unit(end);
+  static const std::map<std::string, double> units = {
+      {"", 1},          {"B", 1},          {"KiB", 1024.0},   {"MiB", 1048576.0}, {"GiB", 1073741824.0},
+      {"KB", 1e3},      {"MB", 1e6},       {"GB", 1e9},       {"k", 1e3},         {"K", 1024.0},
+      {"M", 1048576.0}, {"G", 1073741824.0}, {"ns", 1e-9},    {"us", 1e-6},       {"ms", 1e-3},
+      {"s", 1},         {"min", 60}};
+  auto it = units.find(unit);
+  if (it == units.end()) return std::nullopt;
+  return v * it->second;
+}
+
+class ExprEval {
+ public:
+  ExprEval(const std::string& text, const std::map<std::string, double>& names) : t_(text), names_(names) {}
+
+  double run() {
+    std::optional<double> v = primary_chain(0);
+    skip();
+    if (p_ != t_.size()) throw std::invalid_argument("unexpected '" + t_.substr(p_) + "'");
+    if (!v) throw Unknown{unknown_};
+    return *v;
+  }
+
+ private:
+  void skip() {
+    while (p_ < t_.size() && std::isspace(static_cast<unsigned char>(t_[p_]))) ++p_;
+  }
+  bool eat(const std::string& op) {
+    skip();
+    if (t_.compare(p_, op.size(), op) == 0) {
+      p_ += op.size();
+      return true;
+    }
+    return false;
+  }
+  // Binary operators by precedence, lowest first. A NaN operand stands for "unknown".
+  static int prec(const std::string& op) {
+    if (op == "||") return 1;
+    if (op == "&&") return 2;
+    if (op == "==" || op == "!=") return 3;
+    if (op == "<" || op == "<=" || op == ">" || op == ">=") return 4;
+    if (op == "??") return 5;
+    if (op == "+" || op == "-") return 6;
+    if (op == "*" || op == "/" || op == "%") return 7;
+    return 0;
+  }
+  std::string peek_op() {
+    skip();
+    static const char* ops[] = {"||", "&&", "==", "!=", "<=", ">=", "??", "<", ">", "+", "-", "*", "/", "%"};
+    for (const char* op : ops)
+      if (t_.compare(p_, std::char_traits<char>::length(op), op) == 0) return op;
+    return {};
+  }
+  // Values are optional: an unknown name yields nullopt, which `??` replaces and every other
+  // operator propagates. Precedence climbing: operators binding tighter than `pr` are taken here.
+  std::optional<double> primary_chain(int pr) {
+    std::optional<double> lhs = primary_opt();
+    for (;;) {
+      std::string op = peek_op();
+      int p2 = prec(op);
+      if (op.empty() || p2 <= pr) break;
+      p_ += op.size();
+      std::optional<double> rhs = primary_chain(p2);
+      lhs = apply(op, lhs, rhs);
+    }
+    return lhs;
+  }
+  static std::optional<double> apply(const std::string& op, std::optional<double> a, std::optional<double> b) {
+    if (op == "??") return a ? a : b;
+    if (!a || !b) return std::nullopt;
+    double x = *a, y = *b;
+    if (op == "+") return x + y;
+    if (op == "-") return x - y;
+    if (op == "*") return x * y;
+    if (op == "/") {
+      if (y == 0) throw std::invalid_argument("division by zero");
+      return x / y;
+    }
+    if (op == "%") {
+      if (y == 0) throw std::invalid_argument("division by zero");
+      return std::fmod(x, y);
+    }
+    if (op == "<") return x < y;
+    if (op == "<=") return x <= y;
+    if (op == ">") return x > y;
+    if (op == ">=") return x >= y;
+    if (op == "==") return x == y;
+    if (op == "!=") return x != y;
+    if (op == "&&") return (x != 0) && (y != 0);
+    if (op == "||") return (x != 0) || (y != 0);
+    throw std::invalid_argument("unknown operator " + op);
+  }
+  std::optional<double> primary_opt() {
+    skip();
+    if (p_ >= t_.size()) throw std::invalid_argument("expression ends early");
+    char c = t_[p_];
+    if (c == '(') {
+      ++p_;
+      std::optional<double> v = primary_chain(0);
+      if (!eat(")")) throw std::invalid_argument("missing ')'");
+      return v;
+    }
+    if (c == '-') {
+      ++p_;
+      auto v = primary_opt();
+      return v ? std::optional<double>(-*v) : std::nullopt;
+    }
+    if (c == '!') {
+      ++p_;
+      auto v = primary_opt();
+      return v ? std::optional<double>(*v == 0) : std::nullopt;
+    }
+    if (std::isdigit(static_cast<unsigned char>(c)) || c == '.') {
+      size_t b = p_;
+      while (p_ < t_.size() && (std::isalnum(static_cast<unsigned char>(t_[p_])) || t_[p_] == '.')) ++p_;
+      auto v = parse_number(t_.substr(b, p_ - b));
+      if (!v) throw std::invalid_argument("bad number '" + t_.substr(b, p_ - b) + "'");
+      return v;
+    }
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      size_t b = p_;
+      while (p_ < t_.size() && (std::isalnum(static_cast<unsigned char>(t_[p_])) || t_[p_] == '_' || t_[p_] == '.')) ++p_;
+      std::string name = t_.substr(b, p_ - b);
+      skip();
+      if (p_ < t_.size() && t_[p_] == '(') return call(name);
+      if (name == "true") return 1.0;
+      if (name == "false") return 0.0;
+      auto it = names_.find(name);
+      if (it == names_.end() || std::isnan(it->second)) {
+        if (unknown_.empty()) unknown_ = name;
+        return std::nullopt;
+      }
+      return it->second;
+    }
+    throw std::invalid_argument(std::string("unexpected '") + c + "'");
+  }
+  std::optional<double> call(const std::string& fn) {
+    ++p_;  // (
+    std::vector<std::optional<double>> args;
+    skip();
+    if (!eat(")")) {
+      for (;;) {
+        args.push_back(primary_chain(0));
+        if (eat(")")) break;
+        if (!eat(",")) throw std::invalid_argument("expected ',' or ')' in call of " + fn);
+      }
+    }
+    for (const auto& a : args)
+      if (!a) return std::nullopt;
+    auto need = [&](size_t n) {
+      if (args.size() != n) throw std::invalid_argument(fn + " takes " + std::to_string(n) + " arguments");
+    };
+    if (fn == "min" || fn == "max") {
+      if (args.empty()) throw std::invalid_argument(fn + " needs arguments");
+      double v = *args[0];
+      for (const auto& a : args) v = fn == "min" ? std::min(v, *a) : std::max(v, *a);
+      return v;
+    }
+    if (fn == "ceil") return need(1), std::ceil(*args[0]);
+    if (fn == "floor") return need(1), std::floor(*args[0]);
+    if (fn == "abs") return need(1), std::fabs(*args[0]);
+    if (fn == "clamp") return need(3), std::clamp(*args[0], *args[1], *args[2]);
+    throw std::invalid_argument("unknown function " + fn);
+  }
+
+  const std::string& t_;
+  const std::map<std::string, double>& names_;
+  size_t p_ = 0;
+  std::string unknown_;
+};
+
+// Numeric reading of a control value: numbers, true/false and the usual boolean words.
+std::optional<double> numeric_value(const std::string& v) {
+  if (auto n = parse_number(v)) return n;
+  std::string l;
+  for (char c : v) l += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (l == "true" || l == "yes" || l == "on") return 1.0;
+  if (l == "false" || l == "no" || l == "off") return 0.0;
+  return std::nullopt;
+}
+
+std::string format_number(double v) {
+  if (std::fabs(v - std::llround(v)) < 1e-9 && std::fabs(v) < 9e15) return std::to_string(std::llround(v));
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+}  // namespace
+
+std::optional<double> evaluate_expr(const std::string& text, const std::map<std::string, double>& names,
+                                    std::string* error) {
+  try {
+    return ExprEval(text, names).run();
+  } catch (const Unknown& u) {
+    if (error) *error = "no value for '" + u.what + "'";
+  } catch (const std::exception& e) {
+    if (error) *error = e.what();
+  }
+  return std::nullopt;
+}
+
+// ---- Space ----------------------------------------------------------------------------------
+
+const Param* Space::find(const std::string& name) const {
+  for (const auto& p : params)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+std::string Space::value(const Config& c, const std::string& name) const {
+  auto it = c.find(name);
+  if (it != c.end()) return it->second;
+  const Param* p = find(name);
+  return p ? p->default_value : std::string();
+}
+
+bool Space::admits(const Config& c, const MachineFacts& m) const {
+  if (constraints.empty()) return true;
+  std::map<std::string, double> names;
+  for (const char* f : {"ncpus", "ncores", "nnuma", "ngpus", "mem_total"}) names[f] = *m.get(f);
+  for (const auto& p : params)
+    if (auto v = numeric_value(value(c, p.name))) names[p.name] = *v;
+  for (const auto& [k, v] : c)
+    if (!find(k))
+      if (auto n = numeric_value(v)) names[k] = *n;
+  for (const auto& text : constraints) {
+    auto v = evaluate_expr(text, names);
+    if (v && *v == 0) return false;
+  }
+  return true;
+}
+
+std::uint64_t Space::size() const {
+  std::uint64_t n = 1;
+  for (const auto& p : params) {
+    std::uint64_t k = std::max<std::uint64_t>(1, p.values.size());
+    if (n > std::numeric_limits<std::uint64_t>::max() / k) return std::numeric_limits<std::uint64_t>::max();
+    n *= k;
+  }
+  return n;
+}
+
+// ---- From contracts -------------------------------------------------------------------------
+
+namespace {
+
+std::map<std::string, double> fact_names(const MachineFacts& m) {
+  std::map<std::string, double> names;
+  for (const char* f : {"ncpus", "ncores", "nnuma", "ngpus", "mem_total"}) names[f] = *m.get(f);
+  return names;
+}
+
+std::string expr_text(const lpcl::Expr& e);
+
+std::string expr_text(const lpcl::Expr& e) {
+  using K = lpcl::Expr::Kind;
+  switch (e.kind) {
+    case K::Int: case K::Float: case K::Size: case K::Duration: case K::Bool: case K::Name: return e.text;
+    case K::String: return e.text;
+    case K::Unary: return e.op + "(" + (e.args.empty() ? "" : expr_text(e.args[0])) + ")";
+    case K::Binary:
+      return "(" + (e.args.size() > 0 ? expr_text(e.args[0]) : "") + " " + e.op + " " +
+             (e.args.size() > 1 ? expr_text(e.args[1]) : "") + ")";
+    case K::Call: {
+      std::string s = e.text + "(";
+      for (size_t i = 0; i < e.args.size(); ++i) s += (i ? ", " : "") + expr_text(e.args[i]);
+      return s + ")";
+    }
+  }
+  return e.text;
+}
+
+// A literal expression's value as the control would be set (strings and words as written).
+std::optional<std::string> literal_text(const lpcl::Expr& e, const MachineFacts& m) {
+  using K = lpcl::Expr::Kind;
+  if (e.kind == K::String) return e.text;
+  if (e.kind == K::Bool) return e.text;
+  if (e.kind == K::Name && !m.get(e.text)) return e.text;  // enumerator word
+  auto v = evaluate_expr(expr_text(e), fact_names(m));
+  if (!v) return std::nullopt;
+  return format_number(*v);
+}
+
+void push_unique(std::vector<std::string>& v, const std::string& s) {
+  if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
+}
+
+}  // namespace
+
+bool discretise(const lpcl::Control& c, const MachineFacts& m, Param& out, std::string* why) {
+  using TK = lpcl::Type::Kind;
+  using DK = lpcl::Domain::Kind;
+  out.name = c.name;
+  out.values.clear();
+  out.kind = c.how.kind == lpcl::ControlKind::Kind::Api      ? Param::Kind::Api
+             : c.how.kind == lpcl::ControlKind::Kind::Option ? Param::Kind::Option
+                                                             : Param::Kind::Env;
+  out.carrier = c.how.carrier;
+  out.item_sep = c.how.item_sep.empty() ? "," : c.how.item_sep;
+  out.kv_sep = c.how.kv_sep.empty() ? ":" : c.how.kv_sep;
+  out.default_value.clear();
+  if (c.default_value) {
+    // A default like `OPENBLAS_NUM_THREADS ?? OMP_NUM_THREADS ?? ncpus` resolves to the machine fact.
+    if (auto d = literal_text(*c.default_value, m)) out.default_value = *d;
+  }
+  if (c.domain.kind == DK::Set) {
+    for (const auto& e : c.domain.values)
+      if (auto v = literal_text(e, m)) push_unique(out.values, *v);
+  } else if (c.type.kind == TK::Enum) {
+    for (const auto& e : c.type.enumerators) push_unique(out.values, e);
+  } else if (c.type.kind == TK::Bool) {
+    out.values = {"true", "false"};
+  } else if (c.domain.kind == DK::Range && c.domain.lo && c.domain.hi) {
+    auto names = fact_names(m);
+    auto lo = evaluate_expr(expr_text(*c.domain.lo), names);
+    auto hi = evaluate_expr(expr_text(*c.domain.hi), names);
+    if (!lo || !hi || *hi < *lo) {
+      if (why) *why = "its range does not evaluate on this machine";
+      return false;
+    }
+    std::vector<double> pts;
+    if (c.type.kind == TK::Float) {
+      pts = {*lo, (*lo + *hi) / 2, *hi};
+    } else if (*hi - *lo <= 8) {
+      for (double v = *lo; v <= *hi + 1e-9; v += 1) pts.push_back(v);
+    } else {
+      // Powers of two between the ends (geometric steps are what matters for sizes and counts).
+      pts.push_back(*lo);
+      for (double v = 1; v < *hi; v *= 2)
+        if (v > *lo) pts.push_back(v);
+      pts.push_back(*hi);
+      if (auto d = parse_number(out.default_value)) pts.push_back(*d);
+      for (const char* f : {"ncpus", "ncores"})
+        if (*m.get(f) >= *lo && *m.get(f) <= *hi) pts.push_back(*m.get(f));
+      std::sort(pts.begin(), pts.end());
+      pts.erase(std::unique(pts.begin(), pts.end()), pts.end());
+      // Keep at most 12 points: the ends and evenly spaced ones between.
+      if (pts.size() > 12) {
+        std::vector<double> k;
+        for (size_t i = 0; i < 12; ++i) k.push_back(pts[i * (pts.size() - 1) / 11]);
+        pts = k;
+      }
+    }
+    for (double v : pts) push_unique(out.values, format_number(v));
+  } else {
+    if (why) *why = "it has no domain to search (give values with --add " + c.name + "=V1,V2)";
+    return false;
+  }
+  if (out.values.empty()) {
+    if (why) *why = "its domain is empty on this machine";
+    return false;
+  }
+  out.numeric = std::all_of(out.values.begin(), out.values.end(),
+                            [](const std::string& v) { return parse_number(v).has_value(); });
+  if (out.numeric) {
+    std::sort(out.values.begin(), out.values.end(),
+              [](const std::string& a, const std::string& b) { return *parse_number(a) < *parse_number(b); });
+  }
+  return true;
+}
+
+void apply_edits(Space& space, const SpaceEdits& edits, Diagnostics& diags) {
+  for (const auto& name : edits.drop) {
+    auto it = std::find_if(space.params.begin(), space.params.end(), [&](const Param& p) { return p.name == name; });
+    if (it == space.params.end()) {
+      diags.warning({"--drop", 0, 0}, "control '" + name + "' is not in the search space; nothing dropped",
+                    "unknown-control", "list the space with --space all to see the controls");
+      continue;
+    }
+    space.params.erase(it);
+  }
+  // --add replaces a control's values (or adds an env control); --pin leaves it one value.
+  auto set_values = [&](const std::string& name, const std::vector<std::string>& values) {
+    auto it = std::find_if(space.params.begin(), space.params.end(), [&](const Param& p) { return p.name == name; });
+    if (it == space.params.end()) {
+      Param p;
+      p.name = name;
+      p.library = "user";
+      space.params.push_back(std::move(p));
+      it = space.params.end() - 1;
+    }
+    it->values = values;
+    it->numeric = std::all_of(values.begin(), values.end(), [](const std::string& v) { return parse_number(v).has_value(); });
+  };
+  for (const auto& [name, values] : edits.add) set_values(name, values);
+  for (const auto& [name, value] : edits.pin) set_values(name, {value});
+}
+
+Space build_space(const std::vector<lpcl::Contract>& contracts, const std::vector<Guide>& guides, SpaceScope scope,
+                  const SpaceEdits& edits, const MachineFacts& m, Diagnostics& diags) {
+  Space space;
+  std::set<std::string> wanted;
+  for (const auto& g : guides) {
+    for (const auto& c : g.controls) wanted.insert(c);
+    for (const auto& r : g.remedies)
+      for (const auto& [k, v] : r) wanted.insert(k);
+    if (!g.constraint.empty()) push_unique(space.constraints, g.constraint);
+  }
+  for (const auto& contract : contracts) {
+    // API controls acting on a resource an env control of the same contract already sets are
+    // left out of --space all: the env control reaches the same knob without the shim.
+    std::set<std::string> env_sets;
+    for (const auto& c : contract.controls)
+      if (c.how.kind != lpcl::ControlKind::Kind::Api && c.read_at != lpcl::ReadAt::Call)
+        env_sets.insert(c.sets.begin(), c.sets.end());
+    for (const auto& c : contract.controls) {
+      bool named = wanted.count(c.name) > 0;
+      if (scope == SpaceScope::Hypotheses && !named) continue;
+      if (scope == SpaceScope::All && !named && c.how.kind == lpcl::ControlKind::Kind::Api) {
+        bool covered = !c.sets.empty() && std::all_of(c.sets.begin(), c.sets.end(),
+                                                      [&](const std::string& r) { return env_sets.count(r) > 0; });
+        if (covered) continue;
+      }
+      if (space.find(c.name)) continue;  // the first contract naming a control (OMP_NUM_THREADS) defines it
+      Param p;
+      std::string why;
+      if (!discretise(c, m, p, &why)) {
+        if (named || scope == SpaceScope::Hypotheses)
+          diags.note(c.loc, "control '" + c.name + "' of " + contract.name + " is not searched: " + why, "unsearchable-control");
+        continue;
+      }
+      p.library = contract.name;
+      space.params.push_back(std::move(p));
+    }
+  }
+  for (const auto& name : wanted)
+    if (!space.find(name))
+      diags.warning({}, "a hypothesis names control '" + name + "' that no composed contract declares",
+                    "unknown-control", "add it with --add " + name + "=V1,V2");
+  apply_edits(space, edits, diags);
+  return space;
+}
+
+// ---- Applying a configuration -----------------------------------------------------------------
+
+std::map<std::string, std::string> environment_for(const Space& space, const Config& c, const std::string& shim,
+                                                   const std::map<std::string, std::string>& inherited) {
+  std::map<std::string, std::string> env;
+  std::string calls;
+  for (const auto& [name, value] : c) {
+    const Param* p = space.find(name);
+    Param::Kind kind = p ? p->kind : Param::Kind::Env;
+    if (kind == Param::Kind::Env) {
+      env[name] = value;
+    } else if (kind == Param::Kind::Option) {
+      auto it = env.find(p->carrier);
+      std::string cur;
+      if (it != env.end()) {
+        cur = it->second;
+      } else if (auto ih = inherited.find(p->carrier); ih != inherited.end()) {
+        cur = ih->second;
+      }
+      env[p->carrier] = (cur.empty() ? "" : cur + p->item_sep) + name + p->kv_sep + value;
+    } else {
+      calls += name + "=" + value + ";";
+    }
+  }
+  if (!calls.empty()) {
+    env["SYSPILOT_SHIM_CALLS"] = calls;
+    std::string pre = shim;
+    if (auto ih = inherited.find("LD_PRELOAD"); ih != inherited.end() && !ih->second.empty()) pre += ":" + ih->second;
+    env["LD_PRELOAD"] = pre;
+  }
+  return env;
+}
+
+std::string shim_path() {
+  if (const char* s = std::getenv("SYSPILOT_SHIM"); s && *s) return s;
+  std::error_code ec;
+  // Next to the running executable's build tree, then the usual build folders of the source tree.
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  std::vector<std::filesystem::path> candidates;
+  if (!ec) {
+    for (auto d = self.parent_path(); !d.empty() && d != d.root_path(); d = d.parent_path()) {
+      candidates.push_back(d / "tuner/shim/libsyspilot_shim.so");
+      if (candidates.size() > 4) break;
+    }
+  }
+  candidates.push_back(std::filesystem::path(SYSPILOT_SOURCE_DIR) / "build/tuner/shim/libsyspilot_shim.so");
+  for (const auto& c : candidates)
+    if (std::filesystem::exists(c, ec)) return c.string();
+  return {};
+}
+
+}  // namespace syspilot::tuner

@@ -1,0 +1,317 @@
+// The contract-guided strategy: first the configurations the confirmed hypotheses' constraints
+// and remedies suggest (ranked by predicted fit), then one-control-at-a-time refinement around
+// the incumbent, stopping when no neighbour is left that could beat it beyond the noise.
+// Also make_strategy(), the one place that maps strategy names to implementations.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <set>
+#include <stdexcept>
+
+#include "tuner/search.h"
+
+namespace syspilot::tuner {
+
+std::unique_ptr<Strategy> make_random_strategy(const Space& space, const StrategyContext& ctx);
+std::unique_ptr<Strategy> make_grid_strategy(const Space& space, const StrategyContext& ctx);
+std::unique_ptr<Strategy> make_optuna_strategy(const std::string& sampler, const Space& space,
+                                               const StrategyContext& ctx);
+
+namespace {
+
+std::optional<double> as_number(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || *end) return std::nullopt;
+  return v;
+}
+
+// Splits "L <= R" at its top-level relational operator; the sign says which side must be
+// larger (+1: R - L >= 0 is the slack, -1: L - R). Empty when the text is not a comparison.
+struct Comparison {
+  std::string lhs, rhs;
+  int sign = 0;
+};
+Comparison split_comparison(const std::string& t) {
+  int depth = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    char c = t[i];
+    if (c == '(') ++depth;
+    if (c == ')') --depth;
+    if (depth != 0 || (c != '<' && c != '>')) continue;
+    size_t len = (i + 1 < t.size() && t[i + 1] == '=') ? 2 : 1;
+    return {t.substr(0, i), t.substr(i + len), c == '<' ? +1 : -1};
+  }
+  return {};
+}
+
+std::map<std::string, double> numeric_names(const Space& space, const Config& c, const MachineFacts& m) {
+  std::map<std::string, double> names;
+  for (const char* f : {"ncpus", "ncores", "nnuma", "ngpus", "mem_total"}) names[f] = *m.get(f);
+  for (const auto& p : space.params)
+    if (auto v = as_number(space.value(c, p.name))) names[p.name] = *v;
+  return names;
+}
+
+class GuidedSearch : public Strategy {
+ public:
+  GuidedSearch(const Space& space, const StrategyContext& ctx) : space_(space), ctx_(ctx) {
+    std::stable_sort(ctx_.guides.begin(), ctx_.guides.end(),
+                     [](const Guide& a, const Guide& b) { return a.weight > b.weight; });
+    build_seeds();
+  }
+  std::string name() const override { return "syspilot"; }
+
+  std::optional<Config> next(const std::vector<Trial>& history) override {
+    std::set<Config> seen;
+    for (const auto& t : history) seen.insert(canonical(t.config));
+    seen.insert(Config{});
+    // 1. What the hypotheses suggest, best predicted first.
+    for (const auto& s : seeds_)
+      if (!seen.count(s)) return s;
+    // 2. Refinement: neighbours of the incumbent, one control at a time.
+    const Trial* inc = incumbent(history);
+    if (!inc) return std::nullopt;  // nothing succeeded yet and no suggestion left
+    double noise = noise_of(history);
+    for (const auto& c : neighbours(canonical(inc->config))) {
+      if (seen.count(c)) continue;
+      if (predicted_worse(c, *inc, history, noise)) continue;
+      return c;
+    }
+    // 3. Converged: every neighbour was measured or is predicted to lose beyond the noise.
+    return std::nullopt;
+  }
+
+  const std::vector<Config>& seeds() const { return seeds_; }
+
+ private:
+  // Drops assignments equal to the control's default: {A=2} with default 2 is the default.
+  Config canonical(const Config& c) const {
+    Config out;
+    for (const auto& [k, v] : c) {
+      const Param* p = space_.find(k);
+      if (p && !p->default_value.empty() && p->default_value == v) continue;
+      out[k] = v;
+    }
+    return out;
+  }
+
+  bool admissible(const Config& c) const { return space_.admits(c, ctx_.machine); }
+
+  static const Trial* incumbent(const std::vector<Trial>& h) {
+    const Trial* best = nullptr;
+    for (const auto& t : h)
+      if (t.m.ok && (!best || t.m.value < best->m.value)) best = &t;
+    return best;
+  }
+
+  double noise_of(const std::vector<Trial>& h) const {
+    std::vector<double> s;
+    for (const auto& t : h)
+      if (t.m.ok && t.m.samples.size() >= 2) s.push_back(t.m.spread);
+    if (s.empty()) return ctx_.noise;
+    return std::max(0.01, median(s));
+  }
+
+  // Controls the guides name come first in refinement: they are where the hypotheses say the
+  // effect is; the rest of the space follows.
+  std::vector<const Param*> ordered_params() const {
+    std::vector<const Param*> out;
+    for (const auto& g : ctx_.guides)
+      for (const auto& n : g.controls)
+        if (const Param* p = space_.find(n); p && std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+    for (const auto& p : space_.params)
+      if (std::find(out.begin(), out.end(), &p) == out.end()) out.push_back(&p);
+    return out;
+  }
+
+  // Position of the control's current value in its domain; for a value outside the domain
+  // (a default not listed), the nearest listed number.
+  static int position(const Param& p, const std::string& value) {
+    auto it = std::find(p.values.begin(), p.values.end(), value);
+    if (it != p.values.end()) return static_cast<int>(it - p.values.begin());
+    auto v = as_number(value);
+    if (!p.numeric || !v) return -1;
+    int best = -1;
+    double d = 0;
+    for (size_t i = 0; i < p.values.size(); ++i) {
+      double e = std::fabs(*as_number(p.values[i]) - *v);
+      if (best < 0 || e < d) best = static_cast<int>(i), d = e;
+    }
+    return best;
+  }
+
+  std::vector<Config> neighbours(const Config& base) const {
+    std::vector<Config> out;
+    for (const Param* p : ordered_params()) {
+      std::string cur = space_.value(base, p->name);
+      int pos = position(*p, cur);
+      std::vector<std::string> vals;
+      if (p->numeric && pos >= 0) {
+        // Adjacent domain values; when the current value lies outside the domain, its nearest too.
+        if (p->values[pos] != cur) vals.push_back(p->values[pos]);
+        if (pos > 0) vals.push_back(p->values[pos - 1]);
+        if (pos + 1 < static_cast<int>(p->values.size())) vals.push_back(p->values[pos + 1]);
+      } else {
+        for (const auto& v : p->values)
+          if (v != cur) vals.push_back(v);
+      }
+      for (const auto& v : vals) {
+        Config c = base;
+        c[p->name] = v;
+        c = canonical(c);
+        if (admissible(c) && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+      }
+    }
+    return out;
+  }
+
+  // A neighbour moving one control from the incumbent toward a value that a measured trial
+  // (same otherwise, further along the same direction) showed worse beyond the noise is
+  // predicted to lose too: effects of thread counts and sizes are monotone over such short steps.
+  bool predicted_worse(const Config& c, const Trial& inc, const std::vector<Trial>& h, double noise) const {
+    Config base = canonical(inc.config);
+    std::string moved;
+    for (const auto& p : space_.params)
+      if (space_.value(c, p.name) != space_.value(base, p.name)) moved = p.name;
+    const Param* p = space_.find(moved);
+    if (!p || !p->numeric) return false;
+    auto from = as_number(space_.value(base, moved));
+    auto to = as_number(space_.value(c, moved));
+    if (!from || !to) return false;
+    for (const auto& t : h) {
+      if (!t.m.ok && t.m.repeats == 0) continue;
+      Config tc = canonical(t.config);
+      bool same_elsewhere = true;
+      for (const auto& q : space_.params)
+        if (q.name != moved && space_.value(tc, q.name) != space_.value(base, q.name)) same_elsewhere = false;
+      if (!same_elsewhere) continue;
+      auto tv = as_number(space_.value(tc, moved));
+      if (!tv) continue;
+      bool beyond = (*to > *from && *tv > *to) || (*to < *from && *tv < *to);
+      bool worse = !t.m.ok || t.m.value > inc.m.value + 2 * noise * std::fabs(inc.m.value);
+      if (beyond && worse) return true;
+    }
+    return false;
+  }
+
+  // Seeds from one guide's constraint: assignments of its numeric controls that satisfy every
+  // constraint, ranked by slack of the guide's own constraint (a constraint met exactly uses
+  // the resource fully: for A * B <= ncores the factorisations of ncores come first), then by
+  // larger values of the controls the guide lists first (coarser parallelism outside).
+  std::vector<Config> constraint_seeds(const Guide& g) const {
+    std::vector<Config> out;
+    Comparison cmp = split_comparison(g.constraint);
+    if (g.constraint.empty()) return out;
+    std::vector<const Param*> ctl;
+    for (const auto& n : g.controls)
+      if (const Param* p = space_.find(n); p && p->numeric && g.constraint.find(n) != std::string::npos) ctl.push_back(p);
+    if (ctl.empty() || ctl.size() > 4) return out;
+    std::uint64_t total = 1;
+    for (const Param* p : ctl) total *= p->values.size();
+    if (total > 20000) return out;
+    struct Ranked {
+      Config c;
+      double slack;
+      std::vector<double> key;
+    };
+    std::vector<Ranked> ranked;
+    std::vector<size_t> idx(ctl.size(), 0);
+    for (std::uint64_t n = 0; n < total; ++n) {
+      Config c;
+      std::vector<double> key;
+      for (size_t i = 0; i < ctl.size(); ++i) {
+        c[ctl[i]->name] = ctl[i]->values[idx[i]];
+        key.push_back(*as_number(ctl[i]->values[idx[i]]));
+      }
+      for (size_t i = ctl.size(); i-- > 0;) {
+        if (++idx[i] < ctl[i]->values.size()) break;
+        idx[i] = 0;
+      }
+      c = canonical(c);
+      if (c.empty() || !admissible(c)) continue;
+      double slack = 0;
+      if (cmp.sign != 0) {
+        auto names = numeric_names(space_, c, ctx_.machine);
+        auto l = evaluate_expr(cmp.lhs, names), r = evaluate_expr(cmp.rhs, names);
+        if (l && r) slack = cmp.sign * (*r - *l) / std::max(1.0, std::fabs(*r));
+      }
+      ranked.push_back({c, slack, key});
+    }
+    std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+      if (std::fabs(a.slack - b.slack) > 1e-9) return a.slack < b.slack;
+      return a.key > b.key;
+    });
+    for (size_t i = 0; i < ranked.size() && out.size() < 3; ++i) out.push_back(ranked[i].c);
+    return out;
+  }
+
+  void build_seeds() {
+    std::vector<std::vector<Config>> per_guide;
+    for (const auto& g : ctx_.guides) {
+      std::vector<Config> mine;
+      auto add = [&](Config c) {
+        // Keep only controls in the space; a remedy naming a pinned-away control still counts.
+        Config k;
+        for (const auto& [n, v] : c)
+          if (space_.find(n)) k[n] = v;
+        k = canonical(k);
+        if (!k.empty() && admissible(k) && std::find(mine.begin(), mine.end(), k) == mine.end()) mine.push_back(k);
+      };
+      for (const auto& r : g.remedies) add(r);
+      for (auto& c : constraint_seeds(g)) add(c);
+      if (mine.empty()) {
+        // No remedy or constraint to go on: each other value of the guide's small-domain
+        // controls, smallest step from the default first.
+        for (const auto& n : g.controls) {
+          const Param* p = space_.find(n);
+          if (!p || p->values.size() > 6) continue;
+          for (const auto& v : p->values) add(Config{{n, v}});
+        }
+      }
+      if (mine.size() > 4) mine.resize(4);
+      per_guide.push_back(mine);
+    }
+    // Best of each guide first (round-robin), then the rest, then the union of every guide's
+    // first suggestion when several hypotheses hold at once.
+    for (size_t round = 0; round < 4; ++round)
+      for (const auto& mine : per_guide)
+        if (round < mine.size() && std::find(seeds_.begin(), seeds_.end(), mine[round]) == seeds_.end())
+          seeds_.push_back(mine[round]);
+    size_t with = std::count_if(per_guide.begin(), per_guide.end(), [](const auto& m) { return !m.empty(); });
+    if (with >= 2) {
+      Config all;
+      for (const auto& mine : per_guide)
+        if (!mine.empty())
+          for (const auto& [k, v] : mine.front()) all.emplace(k, v);
+      all = canonical(all);
+      if (admissible(all) && std::find(seeds_.begin(), seeds_.end(), all) == seeds_.end())
+        seeds_.insert(seeds_.begin() + std::min<size_t>(seeds_.size(), with), all);
+    }
+    if (seeds_.size() > 6) seeds_.resize(6);
+  }
+
+  Space space_;
+  StrategyContext ctx_;
+  std::vector<Config> seeds_;
+};
+
+}  // namespace
+
+const std::vector<std::string>& strategy_names() {
+  static const std::vector<std::string> names = {"syspilot", "random", "grid", "optuna-tpe", "optuna-cmaes"};
+  return names;
+}
+
+std::unique_ptr<Strategy> make_strategy(const std::string& name, const Space& space, const StrategyContext& ctx) {
+  if (name == "syspilot") return std::make_unique<GuidedSearch>(space, ctx);
+  if (name == "random") return make_random_strategy(space, ctx);
+  if (name == "grid") return make_grid_strategy(space, ctx);
+  if (name == "optuna-tpe") return make_optuna_strategy("tpe", space, ctx);
+  if (name == "optuna-cmaes") return make_optuna_strategy("cmaes", space, ctx);
+  throw std::invalid_argument("unknown strategy '" + name +
+                              "'; use one of syspilot, random, grid, optuna-tpe, optuna-cmaes");
+}
+
+}  // namespace syspilot::tuner
