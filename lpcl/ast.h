@@ -169,6 +169,8 @@ struct Contract {
   SourceLoc loc;
   std::vector<std::string> comments;           // before `contract`
   std::vector<std::string> trailing_comments;  // before the closing brace
+  std::vector<std::string> origin_comments;    // before the `origin` statement
+  std::vector<std::string> doc_comments;       // before the contract-level `doc` statement
 
   const Control* find_control(const std::string& name) const;
 };

@@ -1,6 +1,8 @@
 // Public interface of the LPCL library: parse, check, format, JSON, semantic diff.
 #pragma once
+#include <functional>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +40,19 @@ std::string format(const Expr& e);
 const std::vector<std::string>& resources();
 const std::vector<std::string>& machine_facts();
 const std::vector<std::string>& predicates();
+const std::vector<std::string>& behaviors();  // known behaviors (others are warned about)
+const std::vector<std::string>& metrics();    // known signal metrics (others are warned about)
+
+// The value of a literal: Int/Float as written (hex too), Size in bytes, Duration in
+// seconds, Bool as 0/1; nullopt for strings, names and compound expressions.
+std::optional<double> literal_value(const Expr& e);
+
+// Evaluates an expression numerically. `lookup` gives the value of a name (a control's
+// setting, a machine fact) or nullopt when it is unset; `a ?? b` takes b when a is unset.
+// Comparisons and logic give 0/1. Returns nullopt when a needed name is unset, on division
+// by zero, or for strings and unknown functions.
+using NameLookup = std::function<std::optional<double>(const std::string& name)>;
+std::optional<double> evaluate(const Expr& e, const NameLookup& lookup);
 
 // Semantic difference between two contracts (reordering/reformatting is no change).
 struct Change {
@@ -54,6 +69,9 @@ struct ContractDiff {
   bool empty() const { return changes.empty(); }
 };
 ContractDiff diff(const Contract& before, const Contract& after);
+// Whole files: contracts matched by name (a lone contract on each side is compared even when
+// renamed); unmatched contracts are Added/Removed with entity "contract".
+ContractDiff diff(const Document& before, const Document& after);
 std::string to_text(const ContractDiff& d);  // one line per change: "+ control X: ...", "~ control X default: a -> b"
 nlohmann::json to_json(const ContractDiff& d);
 
