@@ -1,0 +1,235 @@
+// API controls from public headers with libclang: functions, methods, enumerators, classes
+// and macros whose name, parameters or doc comment mark them as resource controls.
+#include <clang-c/Index.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "extract/scanners.h"
+
+namespace syspilot::extract::api {
+namespace {
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string take(CXString s) {
+  const char* c = clang_getCString(s);
+  std::string out = c ? c : "";
+  clang_disposeString(s);
+  return out;
+}
+
+bool contains_any(const std::string& s, std::initializer_list<const char*> words) {
+  for (auto* w : words) if (s.find(w) != std::string::npos) return true;
+  return false;
+}
+
+// Doc comment text without the comment markers.
+std::string clean_doc(std::string raw) {
+  std::string out;
+  std::istringstream in(raw);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t a = line.find_first_not_of(" \t/*!<");
+    if (a == std::string::npos) continue;
+    std::string l = line.substr(a);
+    while (!l.empty() && (l.back() == '/' || l.back() == '*' || l.back() == ' ')) l.pop_back();
+    if (!out.empty()) out += ' ';
+    out += l;
+  }
+  if (out.size() > 600) out = out.substr(0, 600) + "...";
+  return out;
+}
+
+struct Visit {
+  CXFile file;
+  std::string rel;
+  std::vector<ApiControl>* out;
+  std::set<std::string>* seen;
+};
+
+CXChildVisitResult visit(CXCursor c, CXCursor, CXClientData data) {
+  auto* v = static_cast<Visit*>(data);
+  CXSourceLocation loc = clang_getCursorLocation(c);
+  CXFile f;
+  unsigned line = 0, col = 0;
+  clang_getExpansionLocation(loc, &f, &line, &col, nullptr);
+  if (!clang_File_isEqual(f, v->file)) return CXChildVisit_Continue;
+  CXCursorKind k = clang_getCursorKind(c);
+  if (k == CXCursor_Namespace || k == CXCursor_UnexposedDecl || k == CXCursor_LinkageSpec ||
+      k == CXCursor_EnumDecl || k == CXCursor_ClassDecl || k == CXCursor_StructDecl || k == CXCursor_ClassTemplate) {
+    if (k == CXCursor_ClassDecl || k == CXCursor_ClassTemplate) {
+      std::string name = take(clang_getCursorSpelling(c));
+      std::string doc = clean_doc(take(clang_Cursor_getRawCommentText(c)));
+      std::string cat = control_category(name, "", doc);
+      if (!cat.empty() && v->seen->insert("class " + name).second)
+        v->out->push_back({name, "class " + name, cat, v->rel, static_cast<int>(line), doc});
+    }
+    clang_visitChildren(c, visit, data);
+    return CXChildVisit_Continue;
+  }
+  bool fn = k == CXCursor_FunctionDecl || k == CXCursor_CXXMethod || k == CXCursor_Constructor ||
+            k == CXCursor_FunctionTemplate;
+  bool item = fn || k == CXCursor_EnumConstantDecl || k == CXCursor_MacroDefinition || k == CXCursor_VarDecl;
+  if (!item) return CXChildVisit_Continue;
+  std::string name = take(clang_getCursorSpelling(c));
+  if (name.empty() || name[0] == '_') return CXChildVisit_Continue;
+  if (k == CXCursor_MacroDefinition && clang_Cursor_isMacroFunctionLike(c) == 0) return CXChildVisit_Continue;
+  std::string sig;
+  if (fn) {
+    std::string params;
+    int n = clang_Cursor_getNumArguments(c);
+    for (int i = 0; i < n; ++i) {
+      CXCursor a = clang_Cursor_getArgument(c, static_cast<unsigned>(i));
+      if (i) params += ", ";
+      params += take(clang_getTypeSpelling(clang_getCursorType(a)));
+      std::string an = take(clang_getCursorSpelling(a));
+      if (!an.empty()) params += " " + an;
+    }
+    std::string ret = k == CXCursor_Constructor ? "" : take(clang_getTypeSpelling(clang_getCursorResultType(c))) + " ";
+    CXCursor parent = clang_getCursorSemanticParent(c);
+    std::string owner = (k == CXCursor_CXXMethod || k == CXCursor_Constructor)
+                            ? take(clang_getCursorSpelling(parent)) + "::" : "";
+    sig = ret + owner + name + "(" + params + ")";
+    if (!owner.empty()) name = owner + name;
+  } else if (k == CXCursor_EnumConstantDecl) {
+    sig = "enum " + take(clang_getTypeSpelling(clang_getCursorType(c))) + "::" + name;
+  } else if (k == CXCursor_MacroDefinition) {
+    sig = "#define " + name + "(...)";
+  } else {
+    sig = take(clang_getTypeSpelling(clang_getCursorType(c))) + " " + name;
+  }
+  std::string doc = clean_doc(take(clang_Cursor_getRawCommentText(c)));
+  std::string cat = control_category(name, sig, doc);
+  if (cat.empty() || !v->seen->insert(name).second) return CXChildVisit_Continue;
+  v->out->push_back({name, sig, cat, v->rel, static_cast<int>(line), doc});
+  return CXChildVisit_Continue;
+}
+
+// Configure templates (foo.h.in) hold @NAME@ placeholders: drop them so clang sees C.
+std::string unconfigure(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '@') {
+      size_t j = i + 1;
+      while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_')) ++j;
+      if (j < s.size() && s[j] == '@' && j > i + 1) { i = j; continue; }
+    }
+    out += s[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string control_category(const std::string& name, const std::string& sig, const std::string& doc) {
+  std::string n = lower(name), s = lower(sig);
+  std::string params = s.find('(') != std::string::npos ? s.substr(s.find('(')) : "";
+  if (contains_any(n, {"affinity", "cpuset", "cpu_set", "bind_thread", "pin_thread", "setaffinity"})) return "affinity";
+  if (contains_any(n, {"num_threads", "numthreads", "nthreads", "nbworkers", "nb_workers", "thread_count",
+                       "max_threads", "threads_num", "concurrency", "parallelism", "num_procs", "cpu_number",
+                       "thread_limit", "set_threads", "max_active_levels", "set_dynamic", "set_nested"}))
+    return n.find("worker") != std::string::npos ? "workers" : "threads";
+  if (contains_any(n, {"threadpool", "thread_pool", "jobsize", "job_size", "overlaplog", "overlap_log"})) return "workers";
+  if (contains_any(n, {"mallctl", "malloc_conf", "arena", "tcache", "mallocx_", "malloc_stats"})) return "allocator";
+  if (contains_any(n, {"setdevice", "set_device", "device_id", "select_device"})) return "device";
+  if (contains_any(n, {"blocktime", "wait_policy", "spin", "thread_timeout"})) return "spin";
+  if (contains_any(n, {"global_control", "task_arena", "task_scheduler_init", "init_threads", "cleanup_threads",
+                       "make_planner_thread_safe", "threads_set_callback"}))
+    return "threads";
+  // parameters that are thread counts make a setter a control even with an unusual name
+  if (contains_any(params, {"nthreads", "num_threads", "nbworkers", "max_concurrency", "n_threads"}) &&
+      contains_any(n, {"set", "init", "plan_with"}))
+    return "threads";
+  std::string d = lower(doc);
+  if (!d.empty() && contains_any(n, {"set", "init"}) &&
+      contains_any(d, {"number of threads", "number of worker", "thread count", "worker threads"}))
+    return "threads";
+  return "";
+}
+
+bool is_public_header(const std::string& rel) {
+  std::string r = lower(rel);
+  bool header = r.size() > 2 && (r.ends_with(".h") || r.ends_with(".hpp") || r.ends_with(".hh") || r.ends_with(".h.in"));
+  if (!header) return false;
+  std::vector<std::string> parts;
+  std::stringstream ss(r);
+  for (std::string p; std::getline(ss, p, '/');) parts.push_back(p);
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    const auto& p = parts[i];
+    if (p == "test" || p == "tests" || p == "testing" || p == "example" || p == "examples" || p == "bench" ||
+        p == "benchmark" || p == "benchmarks" || p == "internal" || p == "detail" || p == "contrib" ||
+        p == "doc" || p == "docs" || p == "3rdparty" || p == "third_party" || p == "thirdparty" ||
+        p == "python" || p == "programs" || p == "legacy" || p == "deprecated" || p == "lapack-netlib" ||
+        p == "relapack" || p == "zlibwrapper" || p == "build" || p == "msvc" || p == "win32" || p == "tools")
+      return false;
+  }
+  for (auto& p : parts)
+    if (p == "include" || p == "api") return true;
+  if (parts.size() == 1) return parts[0] != "config.h" && parts[0].rfind("common", 0) != 0 && parts[0] != "param.h";
+  if (parts.size() == 2 && parts[0] == "lib") return true;  // zstd: lib/zstd.h
+  return false;
+}
+
+std::vector<ApiControl> scan_headers(const std::vector<std::pair<std::string, std::string>>& headers,
+                                     const std::vector<std::string>& include_dirs, Diagnostics& diags) {
+  std::vector<ApiControl> out;
+  if (headers.empty()) return out;
+  CXIndex index = clang_createIndex(0, 0);
+  std::set<std::string> seen;
+  std::set<std::string> incs;
+  for (auto& [path, rel] : headers) incs.insert(std::filesystem::path(path).parent_path().string());
+  for (auto& [path, rel] : headers) {
+    bool cxx = rel.ends_with(".hpp") || rel.ends_with(".hh");
+    std::string contents;
+    bool templ = rel.ends_with(".in");
+    if (!cxx) {
+      std::ifstream in(path, std::ios::binary);
+      std::string head(4096, '\0');
+      in.read(head.data(), static_cast<std::streamsize>(head.size()));
+      head.resize(static_cast<size_t>(in.gcount()));
+      for (const char* w : {"namespace ", "template", "class ", "std::"})
+        if (head.find(w) != std::string::npos) cxx = true;
+    }
+    std::vector<std::string> args = {"-x", cxx ? "c++" : "c", cxx ? "-std=c++17" : "-std=gnu11",
+                                     "-fparse-all-comments", "-Wno-everything", "-ferror-limit=0"};
+    for (auto& d : include_dirs) args.push_back("-I" + d);
+    for (auto& d : incs) args.push_back("-I" + d);
+    std::vector<const char*> argv;
+    for (auto& a : args) argv.push_back(a.c_str());
+    std::string parse_name = templ ? path.substr(0, path.size() - 3) : path;
+    CXUnsavedFile unsaved{};
+    if (templ) {
+      contents = unconfigure(path);
+      unsaved.Filename = parse_name.c_str();
+      unsaved.Contents = contents.c_str();
+      unsaved.Length = contents.size();
+    }
+    CXTranslationUnit tu = nullptr;
+    unsigned flags = CXTranslationUnit_SkipFunctionBodies | CXTranslationUnit_Incomplete |
+                     CXTranslationUnit_DetailedPreprocessingRecord | CXTranslationUnit_KeepGoing;
+    CXErrorCode rc = clang_parseTranslationUnit2(index, parse_name.c_str(), argv.data(), static_cast<int>(argv.size()),
+                                                 templ ? &unsaved : nullptr, templ ? 1 : 0, flags, &tu);
+    if (rc != CXError_Success || !tu) {
+      diags.warning({rel, 0, 0}, "libclang could not parse this header (error " + std::to_string(rc) + ")",
+                    "clang-parse", "pass its include folders with -I");
+      continue;
+    }
+    Visit v{clang_getFile(tu, parse_name.c_str()), rel, &out, &seen};
+    clang_visitChildren(clang_getTranslationUnitCursor(tu), visit, &v);
+    clang_disposeTranslationUnit(tu);
+  }
+  clang_disposeIndex(index);
+  return out;
+}
+
+}  // namespace syspilot::extract::api

@@ -1,0 +1,877 @@
+// Per-file tree-sitter scanning of C, C++ and Python: calls with their arguments as name
+// expressions, function and macro definitions, string constants, and threading facts.
+// The queries that find these nodes are data (extract/queries/*.scm).
+#include "extract/code_scan.h"
+
+#include <tree_sitter/api.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <unordered_map>
+
+extern "C" {
+const TSLanguage* tree_sitter_c(void);
+const TSLanguage* tree_sitter_cpp(void);
+const TSLanguage* tree_sitter_python(void);
+}
+
+namespace syspilot::extract::code {
+
+const char* lang_name(Lang l) {
+  switch (l) {
+    case Lang::C: return "c";
+    case Lang::Cpp: return "cpp";
+    case Lang::Python: return "python";
+  }
+  return "c";
+}
+
+namespace {
+
+// Capture roles, from the capture names used in the .scm files.
+enum Role : uint8_t {
+  kNone, kCall, kCallCallee, kCallArgs, kFunction, kFunctionDeclarator, kFunctionBody,
+  kFunctionName, kFunctionParams, kMacro, kMacroName, kMacroParams, kConst, kConstName,
+  kConstValue, kVar, kVarDeclarator, kVarName, kVarValue, kPragma, kPragmaDirective,
+  kPragmaArg, kLoop, kLoopCond, kLoopBody, kQualified, kSubscript, kSubscriptValue,
+  kSubscriptKey, kCompare
+};
+
+Role role_of(std::string_view name) {
+  static const std::unordered_map<std::string_view, Role> roles = {
+      {"call", kCall}, {"call.callee", kCallCallee}, {"call.args", kCallArgs},
+      {"function", kFunction}, {"function.declarator", kFunctionDeclarator},
+      {"function.body", kFunctionBody}, {"function.name", kFunctionName},
+      {"function.params", kFunctionParams}, {"macro", kMacro}, {"macro.name", kMacroName},
+      {"macro.params", kMacroParams}, {"const", kConst}, {"const.name", kConstName},
+      {"const.value", kConstValue}, {"var", kVar}, {"var.declarator", kVarDeclarator},
+      {"var.name", kVarName}, {"var.value", kVarValue}, {"pragma", kPragma},
+      {"pragma.directive", kPragmaDirective}, {"pragma.arg", kPragmaArg}, {"loop", kLoop},
+      {"loop.cond", kLoopCond}, {"loop.body", kLoopBody}, {"qualified", kQualified},
+      {"subscript", kSubscript}, {"subscript.value", kSubscriptValue},
+      {"subscript.key", kSubscriptKey}, {"compare", kCompare}};
+  auto it = roles.find(name);
+  return it == roles.end() ? kNone : it->second;
+}
+
+struct CompiledQuery {
+  const TSLanguage* language = nullptr;
+  TSQuery* query = nullptr;
+  std::vector<Role> roles;  // by capture id
+  std::string error;
+};
+
+CompiledQuery compile(const TSLanguage* lang, const std::string& text) {
+  CompiledQuery q;
+  q.language = lang;
+  uint32_t offset = 0;
+  TSQueryError err = TSQueryErrorNone;
+  q.query = ts_query_new(lang, text.data(), static_cast<uint32_t>(text.size()), &offset, &err);
+  if (!q.query) {
+    q.error = "query error " + std::to_string(static_cast<int>(err)) + " at byte " + std::to_string(offset);
+    return q;
+  }
+  uint32_t n = ts_query_capture_count(q.query);
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t len = 0;
+    const char* name = ts_query_capture_name_for_id(q.query, i, &len);
+    q.roles.push_back(role_of(std::string_view(name, len)));
+  }
+  return q;
+}
+
+const CompiledQuery& query_for(Lang lang) {
+  static std::once_flag once;
+  static std::array<CompiledQuery, 3> queries;
+  std::call_once(once, [] {
+    std::string c(query_text("c"));
+    queries[0] = compile(tree_sitter_c(), c);
+    queries[1] = compile(tree_sitter_cpp(), c + "\n" + std::string(query_text("cpp")));
+    queries[2] = compile(tree_sitter_python(), std::string(query_text("python")));
+  });
+  return queries[static_cast<int>(lang)];
+}
+
+// One parser per thread and language; parsers are not thread-safe, queries are.
+TSParser* parser_for(Lang lang) {
+  struct Parsers {
+    std::array<TSParser*, 3> p{};
+    ~Parsers() { for (auto* x : p) if (x) ts_parser_delete(x); }
+  };
+  thread_local Parsers parsers;
+  auto& slot = parsers.p[static_cast<int>(lang)];
+  if (!slot) {
+    slot = ts_parser_new();
+    ts_parser_set_language(slot, query_for(lang).language);
+    ts_parser_set_timeout_micros(slot, 30'000'000);  // pathological input must not hang a scan
+  }
+  return slot;
+}
+
+bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+std::string trim(std::string_view s) {
+  size_t a = 0, b = s.size();
+  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
+  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
+  return std::string(s.substr(a, b - a));
+}
+
+std::string clip(std::string_view s, size_t n = 160) {
+  std::string t = trim(s);
+  if (t.size() > n) t = t.substr(0, n) + "...";
+  return t;
+}
+
+// Conversions that reveal a variable's type when applied to an env value.
+const char* type_of_conversion(std::string_view fn) {
+  static const std::unordered_map<std::string_view, const char*> conv = {
+      {"atoi", "int"}, {"atol", "int"}, {"atoll", "int"}, {"strtol", "int"}, {"strtoul", "int"},
+      {"strtoll", "int"}, {"strtoull", "int"}, {"strtoimax", "int"}, {"strtoumax", "int"},
+      {"stoi", "int"}, {"stol", "int"}, {"stoul", "int"}, {"stoll", "int"}, {"int", "int"},
+      {"atof", "float"}, {"strtod", "float"}, {"strtof", "float"}, {"stod", "float"}, {"float", "float"},
+      {"bool", "bool"}, {"strcmp", "string"}, {"strncmp", "string"}, {"strcasecmp", "string"},
+      {"strncasecmp", "string"}, {"strstr", "string"}, {"strchr", "string"}, {"strdup", "string"},
+      {"strlen", "string"}, {"str", "string"}, {"string", "string"}};
+  auto it = conv.find(fn);
+  return it == conv.end() ? nullptr : it->second;
+}
+
+std::string last_component(std::string_view s) {
+  size_t p = s.rfind("::");
+  if (p != std::string_view::npos) s = s.substr(p + 2);
+  p = s.find_last_of(".>");
+  if (p != std::string_view::npos) s = s.substr(p + 1);
+  return trim(s);
+}
+
+std::string return_type_class(std::string_view type, bool pointer) {
+  std::string t(type);
+  if (pointer) return t.find("char") != std::string::npos ? "string" : "unknown";
+  auto has = [&](const char* w) { return t.find(w) != std::string::npos; };
+  if (has("bool") || has("_Bool")) return "bool";
+  if (has("double") || has("float")) return "float";
+  if (has("int") || has("long") || has("short") || has("size_t") || has("unsigned") || has("blasint") ||
+      has("dim_t") || has("arch_t"))
+    return "int";
+  if (has("string")) return "string";
+  return "unknown";
+}
+
+bool init_like(std::string_view name) {
+  std::string n;
+  for (char c : name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* w : {"init", "start", "setup", "constructor", "create_pool", "server", "ctor"})
+    if (n.find(w) != std::string::npos) return true;
+  return false;
+}
+
+// --- a small C preprocessor-token reader for macro bodies, which tree-sitter leaves as text.
+struct Token {
+  enum Kind : uint8_t { Ident, String, Number, Punct } kind;
+  std::string text;
+  int line = 0;  // offset in lines from the start of the macro body
+};
+
+std::vector<Token> tokenize(std::string_view s) {
+  std::vector<Token> out;
+  int line = 0;
+  size_t i = 0, n = s.size();
+  while (i < n) {
+    char c = s[i];
+    if (c == '\n') { ++line; ++i; continue; }
+    if (c == '\\' && i + 1 < n && (s[i + 1] == '\n' || s[i + 1] == '\r')) { ++i; continue; }
+    if (std::isspace(static_cast<unsigned char>(c))) { ++i; continue; }
+    if (c == '/' && i + 1 < n && s[i + 1] == '/') { while (i < n && s[i] != '\n') ++i; continue; }
+    if (c == '/' && i + 1 < n && s[i + 1] == '*') {
+      size_t e = s.find("*/", i + 2);
+      for (size_t k = i; k < std::min(e == std::string_view::npos ? n : e, n); ++k) line += s[k] == '\n';
+      i = e == std::string_view::npos ? n : e + 2;
+      continue;
+    }
+    if (c == '"' || c == '\'') {
+      size_t j = i + 1;
+      while (j < n && s[j] != c && s[j] != '\n') j += (s[j] == '\\') ? 2 : 1;
+      std::string body(s.substr(i + 1, std::min(j, n) - i - 1));
+      if (c == '"') out.push_back({Token::String, body, line});
+      else out.push_back({Token::Number, body, line});
+      i = std::min(j + 1, n);
+      continue;
+    }
+    if (is_ident_char(c)) {
+      size_t j = i;
+      while (j < n && is_ident_char(s[j])) ++j;
+      std::string word(s.substr(i, j - i));
+      // string prefixes: L"x", u8"x"
+      if (j < n && s[j] == '"' && (word == "L" || word == "u8" || word == "u" || word == "U")) { i = j; continue; }
+      out.push_back({std::isdigit(static_cast<unsigned char>(c)) ? Token::Number : Token::Ident, word, line});
+      i = j;
+      continue;
+    }
+    if (c == '#' && i + 1 < n && s[i + 1] == '#') { out.push_back({Token::Punct, "##", line}); i += 2; continue; }
+    if (c == ':' && i + 1 < n && s[i + 1] == ':') { out.push_back({Token::Punct, "::", line}); i += 2; continue; }
+    out.push_back({Token::Punct, std::string(1, c), line});
+    ++i;
+  }
+  return out;
+}
+
+int index_of(const std::vector<std::string>& params, std::string_view name) {
+  for (size_t i = 0; i < params.size(); ++i)
+    if (params[i] == name) return static_cast<int>(i);
+  return -1;
+}
+
+// Name expression of tokens [a, b) of a macro body with parameters `params`.
+NameExpr eval_tokens(const std::vector<Token>& t, size_t a, size_t b, const std::vector<std::string>& params) {
+  NameExpr out;
+  for (size_t i = a; i < b; ++i) {
+    const Token& k = t[i];
+    if (k.kind == Token::Punct && k.text == "#" && i + 1 < b && t[i + 1].kind == Token::Ident) {
+      int p = index_of(params, t[i + 1].text);
+      out.push_back({Piece::Stringize, t[i + 1].text, p});
+      ++i;
+      continue;
+    }
+    if (k.kind == Token::String) { out.push_back({Piece::Lit, k.text}); continue; }
+    if (k.kind == Token::Punct && k.text == "(") {
+      // a cast such as (LPCTSTR) or (char *) before an operand: skip it
+      size_t j = i + 1;
+      bool cast = j < b && t[j].kind == Token::Ident;
+      while (j < b && (t[j].kind == Token::Ident || t[j].text == "*")) ++j;
+      if (cast && j < b && t[j].text == ")" && j + 1 < b &&
+          (t[j + 1].kind != Token::Punct || t[j + 1].text == "(") && index_of(params, t[i + 1].text) < 0) {
+        i = j;
+      }
+      continue;
+    }
+    if (k.kind == Token::Punct && k.text == ")") continue;
+    if (k.kind == Token::Ident) {
+      if (i + 1 < b && t[i + 1].text == "##") { out.push_back({Piece::Unknown, k.text}); continue; }
+      int p = index_of(params, k.text);
+      if (p >= 0) { out.push_back({Piece::Param, k.text, p}); continue; }
+      bool concat = (i > a && t[i - 1].kind == Token::String) || (i + 1 < b && t[i + 1].kind == Token::String);
+      Piece piece{Piece::Ident, k.text};
+      piece.in_concat = concat;
+      out.push_back(piece);
+      continue;
+    }
+    out.push_back({Piece::Unknown, k.text});
+  }
+  return out;
+}
+
+bool is_keyword(std::string_view w) {
+  static const char* kw[] = {"if", "while", "for", "switch", "return", "sizeof", "defined", "do",
+                             "__attribute__", "__typeof__", "typeof", "alignof", "_Alignof", "case"};
+  for (auto* k : kw) if (w == k) return true;
+  return false;
+}
+
+struct Range {
+  uint32_t start = 0, end = 0;
+};
+
+class FileScanner {
+ public:
+  FileScanner(const std::string& rel, std::string_view src, Lang lang, Diagnostics& d)
+      : src_(src), lang_(lang), diags_(d) {
+    out_.file = rel;
+    out_.lang = lang;
+  }
+
+  FileCode run() {
+    const CompiledQuery& q = query_for(lang_);
+    if (!q.query) {
+      diags_.error({out_.file, 0, 0}, std::string("internal: tree-sitter query for ") + lang_name(lang_) +
+                                          " does not compile: " + q.error, "query-error",
+                   "check extract/queries/*.scm against the grammar version");
+      return std::move(out_);
+    }
+    TSParser* parser = parser_for(lang_);
+    TSTree* tree = ts_parser_parse_string(parser, nullptr, src_.data(), static_cast<uint32_t>(src_.size()));
+    if (!tree) {
+      ts_parser_reset(parser);
+      diags_.warning({out_.file, 0, 0}, "parse gave up after the time limit; file not scanned", "parse-timeout");
+      return std::move(out_);
+    }
+    TSQueryCursor* cur = ts_query_cursor_new();
+    ts_query_cursor_exec(cur, q.query, ts_tree_root_node(tree));
+    TSQueryMatch m;
+    while (ts_query_cursor_next_match(cur, &m)) collect(q, m);
+    ts_query_cursor_delete(cur);
+    build_definitions();
+    build_locals_and_constants();
+    for (auto& c : calls_) add_call(c);
+    for (auto& s : subscripts_) add_subscript(s);
+    for (auto& c : compares_) add_compare(c);
+    for (auto& p : pragmas_) add_pragma(p);
+    for (auto& l : loops_) add_loop(l);
+    for (auto& n : qualified_) add_qualified(n);
+    mark_pool_init();
+    ts_tree_delete(tree);
+    return std::move(out_);
+  }
+
+ private:
+  struct CallNode { TSNode node, callee, args; };
+  struct FuncNode { TSNode node, declarator, body, name, params; bool macro; };
+  struct PairNode { TSNode node, a, b; };
+
+  std::string_view text(TSNode n) const {
+    uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
+    if (s > src_.size() || e > src_.size() || e < s) return {};
+    return src_.substr(s, e - s);
+  }
+  static int line(TSNode n) { return static_cast<int>(ts_node_start_point(n).row) + 1; }
+  static bool is(TSNode n, const char* type) { return !ts_node_is_null(n) && std::strcmp(ts_node_type(n), type) == 0; }
+
+  void collect(const CompiledQuery& q, const TSQueryMatch& m) {
+    TSNode cap[32];
+    bool have[32] = {};
+    for (uint16_t i = 0; i < m.capture_count; ++i) {
+      Role r = q.roles[m.captures[i].index];
+      if (r < 32) { cap[r] = m.captures[i].node; have[r] = true; }
+    }
+    TSNode null{};
+    auto get = [&](Role r) { return have[r] ? cap[r] : null; };
+    if (have[kCall]) calls_.push_back({cap[kCall], get(kCallCallee), get(kCallArgs)});
+    else if (have[kFunction]) funcs_.push_back({cap[kFunction], get(kFunctionDeclarator), get(kFunctionBody),
+                                                get(kFunctionName), get(kFunctionParams), false});
+    else if (have[kMacro]) funcs_.push_back({cap[kMacro], null, null, get(kMacroName), get(kMacroParams), true});
+    else if (have[kConst]) consts_.push_back({cap[kConst], get(kConstName), get(kConstValue)});
+    else if (have[kVar]) vars_.push_back({cap[kVar], have[kVarDeclarator] ? cap[kVarDeclarator] : get(kVarName), get(kVarValue)});
+    else if (have[kPragma]) pragmas_.push_back({cap[kPragma], get(kPragmaDirective), get(kPragmaArg)});
+    else if (have[kLoop]) loops_.push_back({cap[kLoop], get(kLoopCond), get(kLoopBody)});
+    else if (have[kSubscript]) subscripts_.push_back({cap[kSubscript], get(kSubscriptValue), get(kSubscriptKey)});
+    else if (have[kCompare]) compares_.push_back(cap[kCompare]);
+    else if (have[kQualified]) qualified_.push_back(cap[kQualified]);
+  }
+
+  // --- definitions
+  static TSNode function_declarator(TSNode d) {
+    for (int guard = 0; guard < 16 && !ts_node_is_null(d); ++guard) {
+      if (is(d, "function_declarator")) return d;
+      TSNode inner = ts_node_child_by_field_name(d, "declarator", 10);
+      if (ts_node_is_null(inner)) inner = ts_node_named_child(d, 0);
+      d = inner;
+    }
+    return TSNode{};
+  }
+
+  std::string declared_name(TSNode d) const {
+    for (int guard = 0; guard < 16 && !ts_node_is_null(d); ++guard) {
+      const char* t = ts_node_type(d);
+      if (!std::strcmp(t, "identifier") || !std::strcmp(t, "field_identifier") ||
+          !std::strcmp(t, "qualified_identifier") || !std::strcmp(t, "destructor_name") ||
+          !std::strcmp(t, "operator_name") || !std::strcmp(t, "type_identifier"))
+        return last_component(text(d));
+      TSNode inner = ts_node_child_by_field_name(d, "declarator", 10);
+      if (ts_node_is_null(inner)) {
+        // reference_declarator, attributed declarators: the name is the last named child
+        uint32_t n = ts_node_named_child_count(d);
+        inner = n ? ts_node_named_child(d, n - 1) : TSNode{};
+      }
+      d = inner;
+    }
+    return {};
+  }
+
+  void build_definitions() {
+    std::sort(funcs_.begin(), funcs_.end(),
+              [](const FuncNode& a, const FuncNode& b) { return ts_node_start_byte(a.node) < ts_node_start_byte(b.node); });
+    for (auto& f : funcs_) {
+      Definition d;
+      d.macro = f.macro;
+      d.line = line(f.node);
+      if (f.macro) {
+        d.name = std::string(text(f.name));
+        uint32_t n = ts_node_named_child_count(f.params);
+        for (uint32_t i = 0; i < n; ++i) {
+          TSNode p = ts_node_named_child(f.params, i);
+          d.params.push_back(is(p, "identifier") ? std::string(text(p)) : std::string("__VA_ARGS__"));
+        }
+      } else if (lang_ == Lang::Python) {
+        d.name = std::string(text(f.name));
+        uint32_t n = ts_node_named_child_count(f.params);
+        for (uint32_t i = 0; i < n; ++i) {
+          TSNode p = ts_node_named_child(f.params, i);
+          TSNode name = is(p, "identifier") ? p : ts_node_child_by_field_name(p, "name", 4);
+          if (ts_node_is_null(name)) name = ts_node_named_child(p, 0);
+          std::string pn(ts_node_is_null(name) ? "" : text(name));
+          if (i == 0 && (pn == "self" || pn == "cls")) continue;
+          d.params.push_back(pn);
+        }
+        d.return_type = "unknown";
+      } else {
+        TSNode fd = function_declarator(f.declarator);
+        if (ts_node_is_null(fd)) continue;
+        d.name = declared_name(ts_node_child_by_field_name(fd, "declarator", 10));
+        TSNode plist = ts_node_child_by_field_name(fd, "parameters", 10);
+        uint32_t n = ts_node_is_null(plist) ? 0 : ts_node_named_child_count(plist);
+        for (uint32_t i = 0; i < n; ++i) {
+          TSNode p = ts_node_named_child(plist, i);
+          if (is(p, "comment") || is(p, "variadic_parameter")) continue;
+          TSNode decl = ts_node_child_by_field_name(p, "declarator", 10);
+          d.params.push_back(ts_node_is_null(decl) ? "" : declared_name(decl));
+        }
+        if (n == 1 && d.params.size() == 1 && d.params[0].empty() &&
+            text(ts_node_named_child(plist, 0)) == "void")
+          d.params.clear();
+        TSNode type = ts_node_child_by_field_name(f.node, "type", 4);
+        bool pointer = is(f.declarator, "pointer_declarator");
+        d.return_type = return_type_class(ts_node_is_null(type) ? "" : text(type), pointer);
+        uint32_t hs = ts_node_start_byte(f.node), he = ts_node_start_byte(f.body);
+        std::string_view head = he > hs ? src_.substr(hs, he - hs) : std::string_view{};
+        d.init_time = head.find("constructor") != std::string_view::npos;
+      }
+      if (d.name.empty()) continue;
+      d.init_time = d.init_time || init_like(d.name);
+      def_nodes_.push_back(f);
+      def_ranges_.push_back({ts_node_start_byte(f.node), ts_node_end_byte(f.node)});
+      out_.defs.push_back(std::move(d));
+    }
+    locals_.resize(out_.defs.size());
+  }
+
+  // Innermost definition containing [s, e), or -1.
+  int enclosing(uint32_t s, uint32_t e) const {
+    auto it = std::upper_bound(def_ranges_.begin(), def_ranges_.end(), s,
+                               [](uint32_t v, const Range& r) { return v < r.start; });
+    while (it != def_ranges_.begin()) {
+      --it;
+      if (it->start <= s && e <= it->end && !out_.defs[it - def_ranges_.begin()].macro)
+        return static_cast<int>(it - def_ranges_.begin());
+    }
+    return -1;
+  }
+
+  // --- name expressions from syntax nodes
+  void eval(TSNode n, int def, NameExpr& out, int depth = 0, bool in_concat = false) const {
+    if (ts_node_is_null(n) || depth > 8) { out.push_back({Piece::Unknown, ""}); return; }
+    const char* t = ts_node_type(n);
+    auto sv = text(n);
+    if (!std::strcmp(t, "string_literal") || !std::strcmp(t, "raw_string_literal") ||
+        (!std::strcmp(t, "string") && lang_ != Lang::Python)) {
+      size_t a = sv.find('"'), b = sv.rfind('"');
+      if (!std::strcmp(t, "raw_string_literal")) {
+        a = sv.find('('); b = sv.rfind(')');
+      }
+      out.push_back({Piece::Lit, (a != std::string_view::npos && b > a) ? std::string(sv.substr(a + 1, b - a - 1)) : ""});
+      return;
+    }
+    if (!std::strcmp(t, "string") && lang_ == Lang::Python) { eval_python_string(n, def, out, depth); return; }
+    if (!std::strcmp(t, "concatenated_string")) {
+      uint32_t k = ts_node_named_child_count(n);
+      for (uint32_t i = 0; i < k; ++i) eval(ts_node_named_child(n, i), def, out, depth + 1, true);
+      return;
+    }
+    if (!std::strcmp(t, "identifier")) {
+      std::string name(sv);
+      if (def >= 0) {
+        int p = index_of(out_.defs[def].params, name);
+        if (p >= 0) { out.push_back({Piece::Param, name, p}); return; }
+        auto it = locals_[def].find(name);
+        if (it != locals_[def].end()) { out.insert(out.end(), it->second.begin(), it->second.end()); return; }
+      }
+      Piece piece{Piece::Ident, name};
+      piece.in_concat = in_concat;
+      out.push_back(piece);
+      return;
+    }
+    if (!std::strcmp(t, "parenthesized_expression")) { eval(ts_node_named_child(n, 0), def, out, depth + 1); return; }
+    if (!std::strcmp(t, "cast_expression")) { eval(ts_node_child_by_field_name(n, "value", 5), def, out, depth + 1); return; }
+    if (!std::strcmp(t, "binary_operator") && lang_ == Lang::Python) {
+      TSNode op = ts_node_child_by_field_name(n, "operator", 8);
+      if (!ts_node_is_null(op) && text(op) == "+") {
+        eval(ts_node_child_by_field_name(n, "left", 4), def, out, depth + 1);
+        eval(ts_node_child_by_field_name(n, "right", 5), def, out, depth + 1);
+        return;
+      }
+    }
+    out.push_back({Piece::Unknown, clip(sv, 80)});
+  }
+
+  void eval_python_string(TSNode n, int def, NameExpr& out, int depth) const {
+    uint32_t k = ts_node_child_count(n);
+    bool any = false;
+    for (uint32_t i = 0; i < k; ++i) {
+      TSNode c = ts_node_child(n, i);
+      const char* t = ts_node_type(c);
+      if (!std::strcmp(t, "string_content") || !std::strcmp(t, "escape_sequence")) {
+        out.push_back({Piece::Lit, std::string(text(c))});
+        any = true;
+      } else if (!std::strcmp(t, "interpolation")) {
+        TSNode e = ts_node_child_by_field_name(c, "expression", 10);
+        if (ts_node_is_null(e)) e = ts_node_named_child(c, 0);
+        eval(e, def, out, depth + 1);
+        any = true;
+      }
+    }
+    if (!any) out.push_back({Piece::Lit, ""});
+  }
+
+  void build_locals_and_constants() {
+    for (auto& v : vars_) {
+      NameExpr e;
+      int def = enclosing(ts_node_start_byte(v.node), ts_node_end_byte(v.node));
+      eval(v.b, def, e);
+      std::string name = lang_ == Lang::Python ? std::string(text(v.a)) : declared_name(v.a);
+      if (name.empty()) continue;
+      if (def >= 0) locals_[def].emplace(name, std::move(e));
+      else out_.constants.push_back({name, std::move(e)});
+    }
+    for (auto& c : consts_) {
+      auto toks = tokenize(text(c.b));
+      std::string name(text(c.a));
+      bool stringy = !toks.empty() && std::all_of(toks.begin(), toks.end(), [](const Token& t) {
+        return t.kind == Token::String || t.kind == Token::Ident || t.text == "(" || t.text == ")";
+      });
+      if (stringy) out_.constants.push_back({name, eval_tokens(toks, 0, toks.size(), {})});
+      // object-like macros can hold reads too: #define DEBUG_ON readenv_atoi("GOTO_DEBUG")
+      macro_calls(toks, -1, line(c.b));
+    }
+    for (size_t i = 0; i < def_nodes_.size(); ++i) {
+      auto& f = def_nodes_[i];
+      if (!f.macro) continue;
+      TSNode body = ts_node_child_by_field_name(f.node, "value", 5);
+      if (ts_node_is_null(body)) continue;
+      macro_calls(tokenize(text(body)), static_cast<int>(i), line(body));
+    }
+  }
+
+  // Calls inside a macro body: IDENT ( args ), nested calls included.
+  void macro_calls(const std::vector<Token>& t, int def, int first_line) {
+    static const std::vector<std::string> none;
+    const auto& params = def >= 0 ? out_.defs[def].params : none;
+    for (size_t i = 0; i + 1 < t.size(); ++i) {
+      if (t[i].kind != Token::Ident || t[i + 1].text != "(" || is_keyword(t[i].text)) continue;
+      if (i > 0 && t[i - 1].text == "#") continue;
+      Call call;
+      call.callee = t[i].text;
+      call.line = first_line + t[i].line;
+      call.def = def;
+      int depth = 0;
+      size_t start = i + 2, j = i + 1;
+      for (; j < t.size(); ++j) {
+        if (t[j].text == "(") ++depth;
+        else if (t[j].text == ")") {
+          if (--depth == 0) break;
+        } else if (t[j].text == "," && depth == 1) {
+          call.args.push_back({eval_tokens(t, start, j, params), join(t, start, j)});
+          start = j + 1;
+        }
+      }
+      if (j > start || !call.args.empty()) call.args.push_back({eval_tokens(t, start, std::min(j, t.size()), params), join(t, start, std::min(j, t.size()))});
+      // a conversion wrapped around the call names its type: atoi(getenv(n))
+      if (i >= 2 && t[i - 1].text == "(" && t[i - 2].kind == Token::Ident)
+        if (const char* ty = type_of_conversion(t[i - 2].text)) call.type_hint = ty;
+      out_.calls.push_back(std::move(call));
+      threading_call(out_.calls.back().callee, out_.calls.back().line, def);
+    }
+  }
+
+  static std::string join(const std::vector<Token>& t, size_t a, size_t b) {
+    std::string s;
+    for (size_t i = a; i < b && i < t.size(); ++i) {
+      if (!s.empty() && t[i].kind != Token::Punct && t[i - 1].kind != Token::Punct) s += ' ';
+      s += t[i].kind == Token::String ? "\"" + t[i].text + "\"" : t[i].text;
+    }
+    return clip(s, 120);
+  }
+
+  // --- calls
+  bool interesting(const NameExpr& e) const {
+    for (auto& p : e) if (p.kind != Piece::Unknown) return true;
+    return false;
+  }
+
+  void add_call(const CallNode& c) {
+    std::string callee_text(text(c.callee));
+    std::string callee;
+    if (lang_ == Lang::Python) {
+      callee = callee_text;
+      static const char* full[] = {"os.getenv", "os.environ.get", "environ.get", "os.environ.setdefault",
+                                   "environ.setdefault", "os.environ.pop", "os.getenvb"};
+      bool keep = false;
+      for (auto* f : full) keep = keep || callee == f;
+      if (!keep) callee = last_component(callee);
+    } else {
+      callee = last_component(callee_text);
+    }
+    if (callee.empty() || callee.size() > 80) return;
+    uint32_t s = ts_node_start_byte(c.node), e = ts_node_end_byte(c.node);
+    int def = enclosing(s, e);
+    int ln = line(c.node);
+    threading_call(lang_ == Lang::Python ? callee_text : callee, ln, def);
+    if (lang_ == Lang::Python) threading_call(callee_text, ln, def);
+    Call call;
+    call.callee = callee;
+    call.line = ln;
+    call.def = def;
+    uint32_t n = ts_node_is_null(c.args) ? 0 : ts_node_named_child_count(c.args);
+    bool keep = false;
+    for (uint32_t i = 0; i < n && i < 8; ++i) {
+      TSNode a = ts_node_named_child(c.args, i);
+      if (is(a, "comment")) continue;
+      if (is(a, "keyword_argument")) {
+        TSNode k = ts_node_child_by_field_name(a, "name", 4);
+        if (!ts_node_is_null(k) && (text(k) == "default" || text(k) == "fallback"))
+          call.default_hint = clip(text(ts_node_child_by_field_name(a, "value", 5)), 60);
+        continue;
+      }
+      Arg arg;
+      eval(a, def, arg.expr);
+      arg.text = clip(text(a), 120);
+      keep = keep || interesting(arg.expr);
+      call.args.push_back(std::move(arg));
+    }
+    if (!keep) return;
+    context_hints(c.node, call, def);
+    out_.calls.push_back(std::move(call));
+  }
+
+  // Type and default from what surrounds a call: atoi(getenv(X)), p = getenv(X) ... atoi(p),
+  // getenv(X) ? ... : 4, int(os.environ.get(X, 2)).
+  void context_hints(TSNode node, Call& call, int def) {
+    TSNode p = ts_node_parent(node);
+    TSNode child = node;
+    for (int g = 0; g < 4 && !ts_node_is_null(p) &&
+                    (is(p, "parenthesized_expression") || is(p, "cast_expression"));
+         ++g) {
+      child = p;
+      p = ts_node_parent(p);
+    }
+    if (ts_node_is_null(p)) return;
+    if (is(p, "argument_list")) {
+      TSNode outer = ts_node_parent(p);
+      TSNode f = ts_node_child_by_field_name(outer, "function", 8);
+      if (!ts_node_is_null(f))
+        if (const char* ty = type_of_conversion(last_component(text(f)))) call.type_hint = ty;
+    } else if (is(p, "conditional_expression")) {
+      TSNode cond = ts_node_child_by_field_name(p, "condition", 9);
+      TSNode alt = ts_node_child_by_field_name(p, "alternative", 11);
+      if (ts_node_eq(cond, child) && !ts_node_is_null(alt)) {
+        auto a = trim(text(alt));
+        if (!a.empty() && a.size() < 40) call.default_hint = a;
+      }
+    } else if (is(p, "boolean_operator") && lang_ == Lang::Python) {
+      TSNode right = ts_node_child_by_field_name(p, "right", 5);
+      if (!ts_node_is_null(right) && !ts_node_eq(right, child)) call.default_hint = clip(text(right), 40);
+    }
+    std::string var;
+    if (is(p, "init_declarator")) var = declared_name(ts_node_child_by_field_name(p, "declarator", 10));
+    else if (is(p, "assignment_expression") || is(p, "assignment")) {
+      TSNode l = ts_node_child_by_field_name(p, "left", 4);
+      if (!ts_node_is_null(l) && (is(l, "identifier"))) var = std::string(text(l));
+    }
+    if (call.type_hint.empty()) {
+      uint32_t from = ts_node_end_byte(node);
+      uint32_t to = def >= 0 ? def_ranges_[def].end : std::min<uint32_t>(from + 600, src_.size());
+      to = std::min<uint32_t>({to, from + 1500, static_cast<uint32_t>(src_.size())});
+      std::string_view after = src_.substr(from, to - from);
+      if (!var.empty()) call.type_hint = conversion_of(after, var);
+      // wrappers that fill an out-parameter: readenv(p, "X") ... atoi(p)
+      for (size_t i = 0; call.type_hint.empty() && i < call.args.size(); ++i)
+        if (call.args[i].expr.size() == 1 && call.args[i].expr[0].kind == Piece::Ident)
+          call.type_hint = conversion_of(after, call.args[i].expr[0].text);
+    }
+  }
+
+  // The conversion applied to `var` in `s`, by the first conv(var ...) seen.
+  static std::string conversion_of(std::string_view s, const std::string& var) {
+    size_t pos = 0;
+    while ((pos = s.find(var, pos)) != std::string_view::npos) {
+      size_t end = pos + var.size();
+      bool whole = (pos == 0 || !is_ident_char(s[pos - 1])) && (end >= s.size() || !is_ident_char(s[end]));
+      if (whole) {
+        size_t k = pos;
+        while (k > 0 && std::isspace(static_cast<unsigned char>(s[k - 1]))) --k;
+        if (k > 0 && s[k - 1] == '(') {
+          size_t fe = k - 1;
+          while (fe > 0 && std::isspace(static_cast<unsigned char>(s[fe - 1]))) --fe;
+          size_t fs = fe;
+          while (fs > 0 && (is_ident_char(s[fs - 1]) || s[fs - 1] == ':')) --fs;
+          if (const char* ty = type_of_conversion(last_component(s.substr(fs, fe - fs)))) return ty;
+        }
+      }
+      pos = end;
+    }
+    return {};
+  }
+
+  void add_subscript(const PairNode& s) {
+    auto v = text(s.a);
+    if (v != "os.environ" && v != "environ") return;
+    Call call;
+    call.callee = "os.environ[]";
+    call.line = line(s.node);
+    call.def = enclosing(ts_node_start_byte(s.node), ts_node_end_byte(s.node));
+    Arg arg;
+    eval(s.b, call.def, arg.expr);
+    arg.text = clip(text(s.b), 120);
+    call.args.push_back(std::move(arg));
+    context_hints(s.node, call, call.def);
+    out_.calls.push_back(std::move(call));
+  }
+
+  void add_compare(TSNode n) {
+    // "NAME" in os.environ
+    if (ts_node_named_child_count(n) != 2) return;
+    TSNode left = ts_node_named_child(n, 0), right = ts_node_named_child(n, 1);
+    auto r = text(right);
+    if (r != "os.environ" && r != "environ") return;
+    auto whole = text(n);
+    if (whole.find(" in ") == std::string_view::npos) return;
+    Call call;
+    call.callee = "os.environ[]";
+    call.line = line(n);
+    call.def = enclosing(ts_node_start_byte(n), ts_node_end_byte(n));
+    call.type_hint = "bool";
+    Arg arg;
+    eval(left, call.def, arg.expr);
+    arg.text = clip(text(left), 120);
+    call.args.push_back(std::move(arg));
+    out_.calls.push_back(std::move(call));
+  }
+
+  // --- threading
+  void fact(const char* kind, std::string detail, int ln, int def) {
+    ThreadingFact f;
+    f.kind = kind;
+    f.detail = std::move(detail);
+    f.file = out_.file;
+    f.line = ln;
+    if (def >= 0) {
+      f.function = out_.defs[def].name;
+      f.init_time = out_.defs[def].init_time;
+    }
+    out_.threading.push_back(std::move(f));
+  }
+
+  void threading_call(const std::string& callee, int ln, int def) {
+    static const std::unordered_map<std::string_view, const char*> kinds = {
+        {"pthread_create", "thread_create"}, {"thrd_create", "thread_create"},
+        {"CreateThread", "thread_create"}, {"_beginthreadex", "thread_create"},
+        {"std::async", "thread_create"}, {"async", "thread_create"},
+        {"threading.Thread", "thread_create"}, {"Thread", "thread_create"},
+        {"ThreadPoolExecutor", "thread_create"}, {"ProcessPoolExecutor", "fork"},
+        {"multiprocessing.Process", "fork"}, {"multiprocessing.Pool", "fork"},
+        {"clone", "fork"}, {"clone3", "fork"}, {"fork", "fork"}, {"vfork", "fork"},
+        {"posix_spawn", "fork"}, {"os.fork", "fork"},
+        {"sched_setaffinity", "affinity"}, {"pthread_setaffinity_np", "affinity"},
+        {"pthread_attr_setaffinity_np", "affinity"}, {"SetThreadAffinityMask", "affinity"},
+        {"hwloc_set_cpubind", "affinity"}, {"os.sched_setaffinity", "affinity"},
+        {"sched_yield", nullptr}};
+    auto it = kinds.find(callee);
+    if (it != kinds.end()) {
+      if (it->second) {
+        if (lang_ == Lang::Python && (callee == "async" || callee == "clone")) return;
+        if (lang_ != Lang::Python && callee == "Thread") return;
+        fact(it->second, callee, ln, def);
+      }
+      return;
+    }
+    if (lang_ == Lang::Python) return;
+    auto starts = [&](const char* p, size_t n) {
+      return callee.size() > n && callee.compare(0, n, p) == 0 && std::isupper(static_cast<unsigned char>(callee[n]));
+    };
+    if (starts("cuda", 4) || starts("cu", 2) || starts("nccl", 4) || starts("cublas", 6) ||
+        starts("hip", 3) || starts("cudnn", 5))
+      fact("gpu_call", callee, ln, def);
+  }
+
+  void add_qualified(TSNode n) {
+    auto t = text(n);
+    if (t != "std::thread" && t != "std::jthread" && t != "std::async") return;
+    int ln = line(n);
+    if (ln == last_qualified_line_) return;  // one fact per line
+    last_qualified_line_ = ln;
+    fact("thread_create", std::string(t), ln, enclosing(ts_node_start_byte(n), ts_node_end_byte(n)));
+  }
+
+  void add_pragma(const PairNode& p) {
+    if (text(p.a) != "#pragma") return;
+    std::string arg = trim(text(p.b));
+    if (arg.rfind("omp", 0) != 0) return;
+    std::string rest = trim(std::string_view(arg).substr(3));
+    if (rest.rfind("parallel", 0) != 0 && rest.rfind("task", 0) != 0) return;
+    fact("omp_parallel", "#pragma " + clip(arg, 80), line(p.node),
+         enclosing(ts_node_start_byte(p.node), ts_node_end_byte(p.node)));
+  }
+
+  // A loop whose body does nothing but wait: empty, or only pause/yield/relax steps.
+  void add_loop(const PairNode& l) {
+    if (ts_node_is_null(l.b)) return;
+    if (is(l.node, "for_statement")) {
+      TSNode update = ts_node_child_by_field_name(l.node, "update", 6);
+      if (!ts_node_is_null(update)) return;  // a counted loop, not a wait
+    }
+    std::string cond = ts_node_is_null(l.a) ? "" : trim(text(l.a));
+    std::string body = trim(text(l.b));
+    if (body.size() > 200) return;
+    std::string waited;
+    bool only_wait = true;
+    std::string stmt;
+    auto flush = [&] {
+      std::string s = trim(stmt);
+      stmt.clear();
+      if (s.empty()) return;
+      std::string low;
+      for (char c : s) low += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      for (const char* w : {"sched_yield", "_mm_pause", "pause", "yield", "relax", "nop", "spin", "__builtin_ia32_pause"})
+        if (low.find(w) != std::string::npos) { if (waited.empty()) waited = s.substr(0, 40); return; }
+      only_wait = false;
+    };
+    for (char c : body) {
+      if (c == '{' || c == '}' || c == ';') flush();
+      else stmt += c;
+    }
+    flush();
+    if (!only_wait) return;
+    bool constant_cond = cond.empty() || cond == "(1)" || cond == "(true)" || cond == "1" || cond == "true";
+    if (waited.empty() && constant_cond) return;          // for(;;); is not a poll
+    if (waited.empty() && cond.find('(') == std::string::npos && cond.empty()) return;
+    fact("spin_wait", waited.empty() ? "empty loop polling " + clip(cond, 60) : clip(waited, 40) + " loop",
+         line(l.node), enclosing(ts_node_start_byte(l.node), ts_node_end_byte(l.node)));
+  }
+
+  // Functions that create threads at init time start the pool.
+  void mark_pool_init() {
+    std::vector<std::string> seen;
+    size_t n = out_.threading.size();
+    for (size_t i = 0; i < n; ++i) {
+      auto f = out_.threading[i];
+      if (f.kind != "thread_create" || !f.init_time || f.function.empty()) continue;
+      if (std::find(seen.begin(), seen.end(), f.function) != seen.end()) continue;
+      seen.push_back(f.function);
+      f.kind = "pool_init";
+      f.detail = f.function + " creates threads (" + f.detail + ")";
+      out_.threading.push_back(f);
+    }
+  }
+
+  std::string_view src_;
+  Lang lang_;
+  Diagnostics& diags_;
+  FileCode out_;
+  std::vector<CallNode> calls_;
+  std::vector<FuncNode> funcs_, def_nodes_;
+  std::vector<PairNode> consts_, vars_, pragmas_, loops_, subscripts_;
+  std::vector<TSNode> compares_, qualified_;
+  std::vector<Range> def_ranges_;
+  std::vector<std::unordered_map<std::string, NameExpr>> locals_;
+  int last_qualified_line_ = -1;
+};
+
+}  // namespace
+
+FileCode scan_code(const std::string& rel, std::string_view text, Lang lang, Diagnostics& diags) {
+  FileScanner scanner(rel, text, lang, diags);
+  return scanner.run();
+}
+
+}  // namespace syspilot::extract::code

@@ -1,0 +1,235 @@
+// The doc scanner: strips the markup of each format to prose, splits it into sentences, and
+// reports every knob-like name (FOO_BAR, foo_set_num_threads) with its sentence and line.
+#include <zlib.h>
+
+#include <cstring>
+#include <set>
+
+#include "extract/extract.h"
+#include "extract/scanners.h"
+
+namespace syspilot::extract {
+
+namespace {
+
+bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// Words that look like knobs but name something else in most docs.
+bool noise(const std::string& w) {
+  static const std::set<std::string> words = {"CMAKE_BUILD_TYPE", "CMAKE_INSTALL_PREFIX", "NULL", "EOF", "UTF_8",
+                                              "FILE_NAME", "SEEK_SET", "SEEK_END", "SEEK_CUR", "TODO", "FIXME",
+                                              "EXIT_SUCCESS", "EXIT_FAILURE", "__FILE__", "__LINE__", "SIZE_MAX",
+                                              "INT_MAX", "CHAR_BIT", "RAND_MAX", "LD_PRELOAD_"};
+  return words.count(w) > 0;
+}
+
+}  // namespace
+
+std::vector<std::string> knob_names_in(const std::string& s) {
+  std::vector<std::string> out;
+  size_t i = 0, n = s.size();
+  while (i < n) {
+    if (!ident_char(s[i]) || (i > 0 && ident_char(s[i - 1]))) { ++i; continue; }
+    size_t j = i;
+    while (j < n && ident_char(s[j])) ++j;
+    std::string w = s.substr(i, j - i);
+    i = j;
+    if (w.size() < 4 || w.size() > 64 || w.find('_') == std::string::npos || w.front() == '_' || w.back() == '_') continue;
+    bool upper = true, lower_only = true;
+    for (char c : w) {
+      if (std::islower(static_cast<unsigned char>(c))) upper = false;
+      if (std::isupper(static_cast<unsigned char>(c))) lower_only = false;
+    }
+    bool knob = false;
+    if (upper && std::isalpha(static_cast<unsigned char>(w[0]))) knob = true;  // FOO_NUM_THREADS
+    if (!upper) {
+      // API knobs in prose: openblas_set_num_threads, ZSTD_c_nbWorkers, omp_set_dynamic
+      std::string low;
+      for (char c : w) low += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      for (const char* k : {"thread", "worker", "affinity", "arena", "concurrency", "parallel", "tcache", "spin"})
+        if (low.find(k) != std::string::npos) knob = true;
+      if (lower_only && low.find("set_") == std::string::npos && low.find("num_") == std::string::npos &&
+          low.find("max_") == std::string::npos)
+        knob = knob && low.find("_") != std::string::npos && low.find("thread") != std::string::npos;
+    }
+    if (knob && !noise(w) && std::find(out.begin(), out.end(), w) == out.end()) out.push_back(w);
+  }
+  return out;
+}
+
+namespace docs {
+namespace {
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  size_t p = 0;
+  while ((p = s.find(from, p)) != std::string::npos) {
+    s.replace(p, from.size(), to);
+    p += to.size();
+  }
+  return s;
+}
+
+// One line of markup to prose; `state` carries multi-line context (HTML <script>, ...).
+std::string strip_line(std::string l, const std::string& fmt, bool& skip_block) {
+  if (fmt == "man") {
+    if (l.rfind(".\\\"", 0) == 0 || l.rfind("'\\\"", 0) == 0) return "";
+    if (!l.empty() && (l[0] == '.' || l[0] == '\'')) {
+      size_t sp = l.find(' ');
+      l = sp == std::string::npos ? "" : l.substr(sp + 1);
+      l = replace_all(l, "\"", "");
+    }
+    for (const char* f : {"\\fB", "\\fI", "\\fR", "\\fP", "\\f(CW", "\\fC", "\\&", "\\%"}) l = replace_all(l, f, "");
+    l = replace_all(l, "\\-", "-");
+    l = replace_all(l, "\\e", "\\");
+    l = replace_all(l, "\\(em", "-");
+    return l;
+  }
+  if (fmt == "texinfo") {
+    if (l.rfind("@c ", 0) == 0 || l == "@c" || l.rfind("@comment", 0) == 0) return "";
+    // @env{X}, @code{X}, @var{x}: keep the braces' content
+    std::string o;
+    for (size_t i = 0; i < l.size(); ++i) {
+      if (l[i] == '@' && i + 1 < l.size() && std::isalpha(static_cast<unsigned char>(l[i + 1]))) {
+        size_t j = i + 1;
+        while (j < l.size() && std::isalpha(static_cast<unsigned char>(l[j]))) ++j;
+        if (j < l.size() && l[j] == '{') { i = j; continue; }
+        if (i == 0) { i = j; continue; }  // a line command: keep its argument
+        o += l[i];
+        continue;
+      }
+      if (l[i] == '{' || l[i] == '}') continue;
+      o += l[i];
+    }
+    return o;
+  }
+  if (fmt == "html") {
+    std::string o;
+    size_t i = 0;
+    while (i < l.size()) {
+      if (skip_block) {
+        size_t e = l.find("</", i);
+        if (e == std::string::npos) return o;
+        std::string tag = l.substr(e, 9);
+        for (auto& c : tag) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (tag.rfind("</script", 0) == 0 || tag.rfind("</style", 0) == 0) skip_block = false;
+        i = e + 2;
+        continue;
+      }
+      if (l[i] == '<') {
+        size_t e = l.find('>', i);
+        std::string tag = l.substr(i, std::min<size_t>(8, l.size() - i));
+        for (auto& c : tag) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (tag.rfind("<script", 0) == 0 || tag.rfind("<style", 0) == 0) skip_block = true;
+        if (e == std::string::npos) return o;
+        i = e + 1;
+        o += ' ';
+        continue;
+      }
+      o += l[i++];
+    }
+    o = replace_all(o, "&lt;", "<");
+    o = replace_all(o, "&gt;", ">");
+    o = replace_all(o, "&quot;", "\"");
+    o = replace_all(o, "&nbsp;", " ");
+    o = replace_all(o, "&amp;", "&");
+    return o;
+  }
+  // markdown, rst, text: inline markup is punctuation around the words; drop the marks
+  for (const char* m : {"``", "`", "**", ":envvar:", ":c:func:", ":func:", ":code:"}) l = replace_all(l, m, "");
+  return l;
+}
+
+}  // namespace
+
+std::vector<DocMention> scan_doc(const std::string& rel, std::string_view text, const std::string& fmt) {
+  std::vector<DocMention> out;
+  std::string para;
+  std::vector<std::pair<size_t, int>> starts;  // offset in para -> line
+  bool skip_block = false;
+  auto flush = [&] {
+    if (para.empty()) return;
+    // split into sentences at ". ", "? ", "! " and keep the line each starts on
+    size_t s = 0;
+    while (s < para.size()) {
+      size_t e = s;
+      while (e < para.size()) {
+        if ((para[e] == '.' || para[e] == '?' || para[e] == '!') && (e + 1 == para.size() || para[e + 1] == ' ')) {
+          ++e;
+          break;
+        }
+        ++e;
+      }
+      std::string sentence = para.substr(s, e - s);
+      auto names = knob_names_in(sentence);
+      if (!names.empty()) {
+        int line = starts.front().second;
+        for (auto& [off, ln] : starts)
+          if (off <= s) line = ln;
+        size_t a = sentence.find_first_not_of(' ');
+        sentence = a == std::string::npos ? "" : sentence.substr(a);
+        if (sentence.size() > 400) sentence = sentence.substr(0, 400) + "...";
+        for (auto& n : names) out.push_back({n, sentence, rel, line, fmt});
+      }
+      s = e;
+    }
+    para.clear();
+    starts.clear();
+  };
+  int line = 0;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string raw(text.substr(pos, nl - pos));
+    pos = nl + 1;
+    ++line;
+    if (!raw.empty() && raw.back() == '\r') raw.pop_back();
+    bool blank = raw.find_first_not_of(" \t") == std::string::npos;
+    bool man_break = fmt == "man" && (raw.rfind(".SH", 0) == 0 || raw.rfind(".PP", 0) == 0 ||
+                                      raw.rfind(".TP", 0) == 0 || raw.rfind(".IP", 0) == 0);
+    if (blank || man_break) flush();
+    std::string l = strip_line(raw, fmt, skip_block);
+    if (l.find_first_not_of(" \t") == std::string::npos) {
+      if (pos > text.size()) break;
+      continue;
+    }
+    if (!para.empty()) para += ' ';
+    starts.emplace_back(para.size(), line);
+    para += l;
+    if (pos > text.size()) break;
+  }
+  flush();
+  return out;
+}
+
+bool gunzip(std::string_view in, std::string& out, std::string& err) {
+  z_stream zs{};
+  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) {
+    err = "zlib init failed";
+    return false;
+  }
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  zs.avail_in = static_cast<uInt>(in.size());
+  char buf[65536];
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    zs.next_out = reinterpret_cast<Bytef*>(buf);
+    zs.avail_out = sizeof buf;
+    rc = inflate(&zs, Z_NO_FLUSH);
+    out.append(buf, sizeof buf - zs.avail_out);
+    if (out.size() > (64u << 20)) {
+      rc = Z_DATA_ERROR;
+      break;
+    }
+    if (rc == Z_BUF_ERROR && zs.avail_in == 0) break;
+  }
+  inflateEnd(&zs);
+  if (rc != Z_STREAM_END) {
+    err = rc == Z_BUF_ERROR ? "truncated gzip data" : "corrupt gzip data";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace docs
+}  // namespace syspilot::extract

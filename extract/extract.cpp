@@ -1,0 +1,223 @@
+// extract(): one parallel walk over the input paths feeding the code, doc and binary
+// scanners, then the cross-file env-reader analysis and the libclang pass over headers.
+#include "extract/extract.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "extract/code_scan.h"
+#include "extract/scanners.h"
+#include "extract/walk.h"
+
+namespace syspilot::extract {
+namespace {
+
+// Source files larger than this are generated (tables, amalgamations): not parsed.
+constexpr uint64_t kMaxCodeBytes = 8u << 20;
+constexpr uint64_t kMaxDocBytes = 16u << 20;
+
+struct FileResult {
+  code::FileCode code;
+  bool has_code = false;
+  std::vector<DocMention> docs;
+  std::vector<BinaryFacts> binaries;
+  Diagnostics diags;
+  uint64_t bytes = 0;
+  bool scanned = false;
+};
+
+bool read_file(const std::string& path, uint64_t limit, std::string& out, std::string& err) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    err = std::strerror(errno);
+    return false;
+  }
+  out.resize(limit);
+  in.read(out.data(), static_cast<std::streamsize>(limit));
+  out.resize(static_cast<size_t>(in.gcount()));
+  if (in.bad()) {
+    err = "read error";
+    return false;
+  }
+  return true;
+}
+
+bool valid_utf8(std::string_view s) {
+  size_t i = 0, n = s.size();
+  while (i < n) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) { ++i; continue; }
+    int len = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || i + len > n) return false;
+    for (int k = 1; k < len; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
+    i += len;
+  }
+  return true;
+}
+
+void scan_one(const walk::Entry& e, const ExtractOptions& opt, FileResult& r) {
+  using walk::Kind;
+  if (e.kind == Kind::Skip) return;
+  if (e.size > opt.max_file_bytes) {
+    r.diags.warning({e.rel, 0, 0}, "skipped: " + std::to_string(e.size >> 20) + " MB is over the " +
+                                       std::to_string(opt.max_file_bytes >> 20) + " MB limit",
+                    "skip-too-large", "raise --max-file-mb if this file matters");
+    return;
+  }
+  uint64_t limit = e.kind == Kind::Elf ? 0 : walk::is_code(e.kind) ? kMaxCodeBytes : kMaxDocBytes;
+  if (e.kind != Kind::Elf && e.size > limit) {
+    r.diags.warning({e.rel, 0, 0}, "skipped: " + std::to_string(e.size >> 20) +
+                                       " MB is too large for hand-written source or docs (generated?)",
+                    "skip-generated");
+    return;
+  }
+  std::string head, err;
+  if (!read_file(e.path, e.kind == Kind::Elf ? 4096 : limit, head, err)) {
+    r.diags.warning({e.rel, 0, 0}, "cannot read: " + err, "skip-unreadable", "check its permissions");
+    return;
+  }
+  std::string why;
+  Kind kind = walk::refine_kind(e.kind, e.rel, head.data(), std::min<size_t>(head.size(), 8192), why);
+  if (kind == Kind::Skip) {
+    if (!why.empty()) r.diags.note({e.rel, 0, 0}, "skipped: " + why, "skip-not-source");
+    return;
+  }
+  r.scanned = true;
+  r.bytes = e.size;
+  if (kind == Kind::Elf) {
+    if (e.rel.find(".so") != std::string::npos || e.path.find(".so") != std::string::npos)
+      r.binaries.push_back(scan_binary(e.path, r.diags));
+    return;
+  }
+  if (!valid_utf8(head))
+    r.diags.note({e.rel, 0, 0}, "invalid UTF-8; scanned as bytes", "invalid-utf8");
+  if (walk::is_code(kind)) {
+    code::Lang lang = kind == Kind::C ? code::Lang::C : kind == Kind::Cpp ? code::Lang::Cpp : code::Lang::Python;
+    r.code = code::scan_code(e.rel, head, lang, r.diags);
+    r.has_code = true;
+  } else if (kind == Kind::ManGz) {
+    std::string text;
+    if (!docs::gunzip(head, text, err)) {
+      r.diags.warning({e.rel, 0, 0}, "cannot decompress: " + err, "skip-bad-gzip");
+      return;
+    }
+    r.docs = docs::scan_doc(e.rel, text, "man");
+  } else {
+    r.docs = docs::scan_doc(e.rel, head, walk::doc_format(kind));
+  }
+}
+
+std::string guess_library(const std::string& path) {
+  namespace fs = std::filesystem;
+  fs::path p = fs::path(path).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  std::string name = p.filename().string();
+  if (fs::is_regular_file(p)) {
+    name = p.stem().string();
+    if (name.rfind("lib", 0) == 0) name = name.substr(3);
+    auto dot = name.find('.');
+    if (dot != std::string::npos) name = name.substr(0, dot);
+  }
+  auto dash = name.find('-');
+  if (dash != std::string::npos && dash + 1 < name.size() && std::isdigit(static_cast<unsigned char>(name[dash + 1])))
+    name = name.substr(0, dash);
+  return name;
+}
+
+}  // namespace
+
+Facts extract(const ExtractOptions& opt) {
+  Facts facts;
+  facts.roots = opt.paths;
+  facts.library = !opt.library.empty() ? opt.library : opt.paths.empty() ? "" : guess_library(opt.paths[0]);
+  if (opt.paths.empty()) {
+    facts.diagnostics.error({}, "no path to extract from", "walk-missing", "pass a source folder or file");
+    return facts;
+  }
+  using clock = std::chrono::steady_clock;
+  auto t0 = clock::now();
+  auto entries = walk::list_files(opt.paths, facts.diagnostics);
+  std::vector<FileResult> results(entries.size());
+  unsigned threads = opt.threads ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min<unsigned>(threads, std::max<size_t>(1, entries.size()));
+  std::atomic<size_t> next{0}, done{0};
+  std::atomic<uint64_t> bytes{0};
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < entries.size();) {
+      try {
+        scan_one(entries[i], opt, results[i]);
+      } catch (const std::exception& ex) {
+        results[i].diags.error({entries[i].rel, 0, 0}, std::string("scanner failed: ") + ex.what(), "scan-failed");
+      }
+      bytes += results[i].bytes;
+      ++done;
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+  if (opt.progress) {
+    // the calling thread reports progress while the workers scan
+    std::thread reporter([&] {
+      auto start = std::chrono::steady_clock::now();
+      while (done.load() < entries.size()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        std::fprintf(stderr, "\rextract: %zu/%zu files, %.1f MB, %.1f s", done.load(), entries.size(),
+                     bytes.load() / 1e6, s);
+      }
+      std::fprintf(stderr, "\n");
+    });
+    worker();
+    for (auto& t : pool) t.join();
+    reporter.join();
+  } else {
+    worker();
+    for (auto& t : pool) t.join();
+  }
+
+  auto t1 = clock::now();
+  std::vector<code::FileCode> code_files;
+  for (size_t i = 0; i < results.size(); ++i) {
+    auto& r = results[i];
+    facts.diagnostics.append(r.diags);
+    if (r.scanned) {
+      ++facts.files_scanned;
+      facts.bytes_scanned += r.bytes;
+    }
+    if (r.has_code) {
+      facts.threading.insert(facts.threading.end(), r.code.threading.begin(), r.code.threading.end());
+      code_files.push_back(std::move(r.code));
+    }
+    facts.doc_mentions.insert(facts.doc_mentions.end(), r.docs.begin(), r.docs.end());
+    facts.binaries.insert(facts.binaries.end(), r.binaries.begin(), r.binaries.end());
+  }
+  facts.env_vars = code::resolve_env(code_files, facts.diagnostics);
+  auto t2 = clock::now();
+  if (opt.api_controls) {
+    std::vector<std::pair<std::string, std::string>> public_headers;
+    for (size_t i = 0; i < entries.size(); ++i)
+      if (results[i].has_code && api::is_public_header(entries[i].rel))
+        public_headers.emplace_back(entries[i].path, entries[i].rel);
+    facts.api_controls = api::scan_headers(public_headers, opt.include_dirs, facts.diagnostics);
+  }
+  if (opt.stats) {
+    auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+    opt.stats->walk_scan_s = secs(t0, t1);
+    opt.stats->resolve_s = secs(t1, t2);
+    opt.stats->api_s = secs(t2, clock::now());
+    opt.stats->threads = threads;
+    opt.stats->files_listed = entries.size();
+  }
+  return facts;
+}
+
+}  // namespace syspilot::extract

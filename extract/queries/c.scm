@@ -1,0 +1,25 @@
+; Patterns for C and C++ sources (tree-sitter-c / tree-sitter-cpp share these node names).
+; The 0.20 runtime ignores predicates, so callee names are checked in extract/code_scan.cpp.
+
+; every call: env reads, wrapper calls, thread creation, affinity, GPU runtime calls
+(call_expression function: (_) @call.callee arguments: (argument_list) @call.args) @call
+
+; functions: candidate env-reader wrappers and the enclosing function of every fact
+(function_definition declarator: (_) @function.declarator body: (_) @function.body) @function
+
+; function-like macros: wrappers such as readenv(p, n) and name builders such as NCCL_PARAM
+(preproc_function_def name: (identifier) @macro.name parameters: (preproc_params) @macro.params) @macro
+
+; object-like macros: string constants such as #define ENV_CLEVEL "ZSTD_CLEVEL"
+(preproc_def name: (identifier) @const.name value: (preproc_arg) @const.value) @const
+
+; variables initialised with a string: const char *envname = "MALLOC_CONF";
+(init_declarator declarator: (_) @var.declarator value: [(string_literal) (concatenated_string)] @var.value) @var
+
+; #pragma omp parallel ...
+(preproc_call directive: (preproc_directive) @pragma.directive argument: (preproc_arg) @pragma.arg) @pragma
+
+; loops: busy-wait detection (a condition polled with nothing or a pause/yield in the body)
+(while_statement condition: (_) @loop.cond body: (_) @loop.body) @loop
+(do_statement body: (_) @loop.body condition: (_) @loop.cond) @loop
+(for_statement body: (_) @loop.body) @loop

@@ -1,0 +1,33 @@
+// Internal: the one walk over the input paths, and what kind of artifact each file is,
+// decided by content as well as by name.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lpcl/diagnostics.h"
+
+namespace syspilot::extract::walk {
+
+enum class Kind { Skip, C, Cpp, Python, Markdown, Rst, Man, ManGz, Texinfo, Html, Text, Elf };
+
+struct Entry {
+  std::string path;  // as opened
+  std::string rel;   // relative to its root, for provenance
+  uint64_t size = 0;
+  Kind kind = Kind::Skip;
+};
+
+// Lists regular files under `roots` (files or directories): follows directory symlinks once,
+// reports loops, dangling links and unreadable directories in `diags`, skips dot-folders.
+std::vector<Entry> list_files(const std::vector<std::string>& roots, Diagnostics& diags);
+
+// The kind by name; refine_kind looks at the first bytes (ELF, gzip, NUL bytes, shebang).
+Kind kind_by_name(const std::string& rel);
+Kind refine_kind(Kind by_name, const std::string& rel, const char* head, size_t n, std::string& why_skipped);
+
+bool is_code(Kind k);
+bool is_doc(Kind k);
+const char* doc_format(Kind k);
+
+}  // namespace syspilot::extract::walk
