@@ -80,12 +80,14 @@ class Checker {
       error(c_.loc, "contract '" + c_.name + "' has an empty version", "empty-version",
             "give the library version the contract describes, e.g. \"0.3.21\"");
     for (auto& p : c_.origins) provenance(p, c_.loc);
+    controls_.reserve(c_.controls.size());
     for (auto& k : c_.controls) {
       auto [it, fresh] = controls_.emplace(k.name, &k);
       if (!fresh)
         error(k.loc, "control '" + k.name + "' is declared twice", "duplicate-control",
               "the first declaration is at line " + std::to_string(it->second->loc.line) + "; keep one");
       control_names_.push_back(k.name);
+      for (auto& v : k.type.enumerators) enumerators_.insert(v);
     }
     for (auto& b : c_.bindings) binding(b);
     for (auto& k : c_.controls) control(k);
@@ -140,6 +142,8 @@ class Checker {
       case Expr::Kind::Name: {
         if (enum_values && std::find(enum_values->begin(), enum_values->end(), e.text) != enum_values->end()) return;
         if (controls_.count(e.text) || vocab_.fact_set.count(e.text) || vocab_.resource_set.count(e.text)) return;
+        // Comparisons such as `OMP_WAIT_POLICY != passive` name another control's enumerator.
+        if (!enum_values && enumerators_.count(e.text)) return;
         if (enum_values) {
           error(at(e, l), "'" + e.text + "' is not a value of enum{" + list(*enum_values) + "}", "type-mismatch",
                 did_you_mean(e.text, *enum_values, "use one of: " + list(*enum_values)));
@@ -175,7 +179,7 @@ class Checker {
           std::string want = it->second.min_args == it->second.max_args
                                  ? std::to_string(it->second.min_args)
                                  : std::to_string(it->second.min_args) + " to " + std::to_string(it->second.max_args);
-          error(at(e, l), "'" + e.text + "' takes " + want + " argument(s), not " + std::to_string(e.args.size()), "unknown-function");
+          error(at(e, l), "'" + e.text + "' takes " + want + " argument(s), not " + std::to_string(e.args.size()), "function-arity");
         }
         for (auto& a : e.args) names(a, l, nullptr);
         return;
@@ -192,7 +196,10 @@ class Checker {
       case Expr::Kind::Size: return VT::Size;
       case Expr::Kind::Duration: return VT::Duration;
       case Expr::Kind::String: return VT::String;
-      case Expr::Kind::Bool: return VT::Bool;
+      case Expr::Kind::Bool:
+        // enum{false, true, ...}: the words lex as bools but are enumerators here.
+        if (enum_values && std::find(enum_values->begin(), enum_values->end(), e.text) != enum_values->end()) return VT::EnumWord;
+        return VT::Bool;
       case Expr::Kind::Name: {
         if (enum_values && std::find(enum_values->begin(), enum_values->end(), e.text) != enum_values->end()) return VT::EnumWord;
         if (auto it = controls_.find(e.text); it != controls_.end()) {
@@ -267,8 +274,10 @@ class Checker {
       if (!numeric(k.type.kind))
         error(k.loc, "control '" + k.name + "' is " + type_text(k.type) + "; a range [lo, hi] needs a numeric type", "type-mismatch",
               "use a set {a, b} or declare the control int, float, size or duration");
-      if (k.domain.lo) typed_value(k, *k.domain.lo, "lower bound");
-      if (k.domain.hi) typed_value(k, *k.domain.hi, "upper bound");
+      else {
+        if (k.domain.lo) typed_value(k, *k.domain.lo, "lower bound");
+        if (k.domain.hi) typed_value(k, *k.domain.hi, "upper bound");
+      }
       if (k.domain.lo && k.domain.hi) {
         auto lo = constant(*k.domain.lo), hi = constant(*k.domain.hi);
         if (lo && hi && *lo > *hi)
@@ -287,8 +296,15 @@ class Checker {
     // fallback
     if (!k.fallback_for.empty() && !controls_.count(k.fallback_for))
       error(k.loc, "control '" + k.name + "' is fallback_for '" + k.fallback_for + "', which is not a declared control",
-            "undeclared-control", did_you_mean(k.fallback_for, control_names_, "declare '" + k.fallback_for + "' as a control"));
+            "undeclared-control", fallback_hint(k));
     for (auto& r : k.sets) resource(r, k.loc, " in 'sets' of control '" + k.name + "'");
+  }
+
+  std::string fallback_hint(const Control& k) {
+    std::vector<std::string> others;
+    for (auto& n : control_names_)
+      if (n != k.name) others.push_back(n);
+    return did_you_mean(k.fallback_for, others, "declare '" + k.fallback_for + "' as a control");
   }
 
   void outside_domain(const Control& k) {
@@ -356,26 +372,29 @@ class Checker {
 
   void fallback_cycles() {
     // Each control has at most one fallback edge: follow chains, colouring visited nodes.
-    std::unordered_map<std::string, int> state;  // 0 new, 1 on the current path, 2 done
+    const size_t n = c_.controls.size();
+    std::vector<char> state(n, 0);  // 0 new, 1 on the current path, 2 done
+    auto index = [&](const Control* k) { return static_cast<size_t>(k - c_.controls.data()); };
+    std::vector<const Control*> path;
     for (auto& k : c_.controls) {
-      if (state[k.name] != 0) continue;
-      std::vector<const Control*> path;
+      if (state[index(&k)] != 0) continue;
+      path.clear();
       const Control* cur = &k;
-      while (cur && state[cur->name] == 0) {
-        state[cur->name] = 1;
+      while (cur && state[index(cur)] == 0) {
+        state[index(cur)] = 1;
         path.push_back(cur);
         auto it = cur->fallback_for.empty() ? controls_.end() : controls_.find(cur->fallback_for);
         cur = it == controls_.end() ? nullptr : it->second;
       }
-      if (cur && state[cur->name] == 1) {
+      if (cur && state[index(cur)] == 1) {
         std::string cycle;
         size_t start = 0;
-        while (path[start]->name != cur->name) ++start;
+        while (path[start] != cur) ++start;
         for (size_t i = start; i < path.size(); ++i) cycle += path[i]->name + " -> ";
         cycle += cur->name;
         error(cur->loc, "fallback cycle: " + cycle, "fallback-cycle", "a control falls back to another; the chain must end");
       }
-      for (auto* p : path) state[p->name] = 2;
+      for (auto* p : path) state[index(p)] = 2;
     }
   }
 
@@ -459,6 +478,7 @@ class Checker {
   const Vocabulary& vocab_;
   std::unordered_map<std::string, const Control*> controls_;
   std::vector<std::string> control_names_;
+  std::unordered_set<std::string> enumerators_;  // of every enum control
 };
 
 }  // namespace

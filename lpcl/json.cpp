@@ -453,6 +453,19 @@ class Reader {
     }
   }
 
+  // Reads an array of statements: `fill` reads the statement's own fields, this the shared ones.
+  template <class T, class F>
+  void statements(const json& j, const char* key, const std::string& path, std::vector<T>& into, F&& fill) {
+    each(j, key, path, [&](const json& o, const std::string& p) {
+      T s;
+      fill(s, o, p);
+      if constexpr (requires { s.prov; }) s.prov = stmt_provenance(o, p);
+      s.loc = location(o, p);
+      s.comments = comments(o, "comments", p);
+      into.push_back(std::move(s));
+    });
+  }
+
   Contract contract(const json& j, const std::string& path) {
     Contract c;
     if (!j.is_object()) {
@@ -469,58 +482,33 @@ class Reader {
     c.origin_comments = comments(j, "origin_comments", path);
     c.doc_comments = comments(j, "doc_comments", path);
     each(j, "origins", path, [&](const json& o, const std::string& p) { c.origins.push_back(provenance(o, p, true)); });
-    each(j, "bindings", path, [&](const json& o, const std::string& p) {
-      Binding b;
+    statements(j, "bindings", path, c.bindings, [&](Binding& b, const json& o, const std::string& p) {
       b.kind = name(o, "kind", p, false);
       b.pattern = str(o, "pattern", p);
-      b.loc = location(o, p);
-      b.comments = comments(o, "comments", p);
-      c.bindings.push_back(std::move(b));
     });
-    each(j, "controls", path, [&](const json& o, const std::string& p) { c.controls.push_back(control(o, p)); });
-    each(j, "demands", path, [&](const json& o, const std::string& p) {
-      Demand d;
+    statements(j, "controls", path, c.controls, [&](Control& k, const json& o, const std::string& p) { control(k, o, p); });
+    statements(j, "demands", path, c.demands, [&](Demand& d, const json& o, const std::string& p) {
       d.resource = name(o, "resource", p, true);
       if (auto e = expr(o, "value", p, true)) d.value = std::move(*e);
       d.when = expr(o, "when", p, false);
-      d.prov = stmt_provenance(o, p);
-      d.loc = location(o, p);
-      d.comments = comments(o, "comments", p);
-      c.demands.push_back(std::move(d));
     });
-    each(j, "assumptions", path, [&](const json& o, const std::string& p) {
-      Assumption a;
+    statements(j, "assumptions", path, c.assumptions, [&](Assumption& a, const json& o, const std::string& p) {
       a.predicate = name(o, "predicate", p, false);
       a.args = names(o, "args", p, true);
-      a.prov = stmt_provenance(o, p);
-      a.loc = location(o, p);
-      a.comments = comments(o, "comments", p);
-      c.assumptions.push_back(std::move(a));
     });
-    each(j, "behaviors", path, [&](const json& o, const std::string& p) {
-      Behavior b;
+    statements(j, "behaviors", path, c.behaviors, [&](Behavior& b, const json& o, const std::string& p) {
       b.name = name(o, "name", p, false);
       each(o, "params", p, [&](const json& kv, const std::string& pp) {
         std::string key = name(kv, "key", pp, false);
         if (key == "origin" || key == "confidence") err(join(pp, "key"), "'" + key + "' is reserved for provenance");
         if (auto e = expr(kv, "value", pp, true)) b.params.emplace_back(key, std::move(*e));
       });
-      b.prov = stmt_provenance(o, p);
-      b.loc = location(o, p);
-      b.comments = comments(o, "comments", p);
-      c.behaviors.push_back(std::move(b));
     });
-    each(j, "provides", path, [&](const json& o, const std::string& p) {
-      Provides pr;
+    statements(j, "provides", path, c.provides, [&](Provides& pr, const json& o, const std::string& p) {
       pr.what = name(o, "what", p, false);
       pr.name = name(o, "name", p, false);
-      pr.prov = stmt_provenance(o, p);
-      pr.loc = location(o, p);
-      pr.comments = comments(o, "comments", p);
-      c.provides.push_back(std::move(pr));
     });
-    each(j, "signals", path, [&](const json& o, const std::string& p) {
-      Signal s;
+    statements(j, "signals", path, c.signals, [&](Signal& s, const json& o, const std::string& p) {
       std::string kind = str(o, "kind", p);
       if (kind == "introspect") s.kind = Signal::Kind::Introspect;
       else if (kind != "metric" && !kind.empty()) err(join(p, "kind"), "a signal is \"metric\" or \"introspect\"");
@@ -536,16 +524,11 @@ class Reader {
       } else if (!s.relation.empty()) {
         err(join(p, "relation"), "an introspect signal has no relation");
       }
-      s.prov = stmt_provenance(o, p);
-      s.loc = location(o, p);
-      s.comments = comments(o, "comments", p);
-      c.signals.push_back(std::move(s));
     });
     return c;
   }
 
-  Control control(const json& o, const std::string& p) {
-    Control k;
+  void control(Control& k, const json& o, const std::string& p) {
     k.name = name(o, "name", p, true);
     std::string kind = str(o, "kind", p);
     if (kind == "api") k.how.kind = ControlKind::Kind::Api;
@@ -607,10 +590,6 @@ class Reader {
     else if (!r.empty()) err(join(p, "read_at"), "read_at is init, call, region or empty");
     k.sets = names(o, "sets", p, true);
     k.doc = str(o, "doc", p);
-    k.prov = stmt_provenance(o, p);
-    k.loc = location(o, p);
-    k.comments = comments(o, "comments", p);
-    return k;
   }
 
 

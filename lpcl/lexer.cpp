@@ -114,10 +114,7 @@ Token Lexer::next() {
 
 Token Lexer::scan() {
   skip_space_and_comments();
-  Token t;
-  t.line = line_;
-  t.col = static_cast<int>(pos_ - line_start_) + 1;
-  t.offset = pos_;
+  Token t = start_token();
   if (pos_ >= text_.size()) {
     t.kind = Token::Kind::End;
     t.end = pos_;
@@ -210,11 +207,16 @@ Token Lexer::scan() {
   return t;
 }
 
-Token Lexer::lex_number() {
+Token Lexer::start_token() const {
   Token t;
   t.line = line_;
   t.col = static_cast<int>(pos_ - line_start_) + 1;
   t.offset = pos_;
+  return t;
+}
+
+Token Lexer::lex_number() {
+  Token t = start_token();
   size_t start = pos_;
   auto digit = [&](size_t i) { return i < text_.size() && text_[i] >= '0' && text_[i] <= '9'; };
   bool is_float = false;
@@ -271,10 +273,7 @@ Token Lexer::lex_number() {
 }
 
 Token Lexer::lex_string() {
-  Token t;
-  t.line = line_;
-  t.col = static_cast<int>(pos_ - line_start_) + 1;
-  t.offset = pos_;
+  Token t = start_token();
   t.kind = Token::Kind::String;
   ++pos_;
   std::string out;

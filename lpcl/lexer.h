@@ -46,6 +46,7 @@ class Lexer {
 
  private:
   Token scan();
+  Token start_token() const;
   void skip_space_and_comments();
   Token lex_number();
   Token lex_string();

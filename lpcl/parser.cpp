@@ -67,7 +67,7 @@ class Parser {
 
   void advance() {
     if (cur_.kind == K::Invalid && !cur_.reported) report_invalid(cur_);
-    last_line_ = cur_.line;
+    prev_end_ = {file_, cur_.line, cur_.col + static_cast<int>(cur_.end - cur_.offset)};
     cur_ = lex_.next();
   }
 
@@ -276,6 +276,15 @@ class Parser {
     return neg ? -v : v;
   }
 
+  // A statement keyword starting a line: the previous statement lacks its ';'.
+  // (`doc` and `origin` are clauses too, so they do not count.)
+  bool at_next_statement() const {
+    if (cur_.kind != K::Ident || !cur_.first_on_line) return false;
+    const std::string& w = cur_.text;
+    return w == "control" || w == "demand" || w == "assume" || w == "behavior" || w == "provides" || w == "signal" ||
+           w == "binds" || w == "contract";
+  }
+
   bool at_provenance() const {
     return cur_.kind == K::At || (cur_.kind == K::Ident && (cur_.text == "origin" || cur_.text == "confidence"));
   }
@@ -310,13 +319,48 @@ class Parser {
 
   void end_statement(std::vector<std::string>& comments, const std::string& what) {
     if (cur_.kind != K::Semi) {
-      std::string hint = "end each statement with ';'";
-      fail(cur_, "expected ';' after " + what + ", found " + describe(cur_), "expected-token", hint);
+      if (cur_.first_on_line && cur_.kind != K::Invalid) {
+        // The statement ended on an earlier line: point where the ';' is missing.
+        count_error();
+        diags_.error(prev_end_, "expected ';' after " + what + ", found " + describe(cur_) + " at line " + std::to_string(cur_.line), "expected-token",
+                     "end each statement with ';'");
+        throw Abort{};
+      }
+      fail(cur_, "expected ';' after " + what + ", found " + describe(cur_), "expected-token", "end each statement with ';'");
     }
     finish_statement(comments);
   }
 
   // ---- statements ----
+  template <class T>
+  T begin_statement() {
+    T s;
+    s.comments = take_comments();
+    s.loc = loc(cur_);
+    advance();  // the keyword
+    return s;
+  }
+  template <class T>
+  void finish(T& s, std::vector<T>& into, const std::string& what) {
+    if constexpr (requires { s.prov; }) parse_provenance(s.prov);
+    end_statement(s.comments, what);
+    into.push_back(std::move(s));
+  }
+  // ITEM { "," ITEM } up to `close` (consumed); an empty list is allowed.
+  template <class F>
+  void list_until(K close, const std::string& where, F&& item) {
+    while (cur_.kind != close) {
+      item();
+      if (cur_.kind == K::Comma) {
+        advance();
+        continue;
+      }
+      if (cur_.kind != close)
+        fail(cur_, std::string("expected ',' or ") + describe(close) + " in " + where + ", found " + describe(cur_), "expected-token");
+    }
+    advance();
+  }
+
   void parse_origin(Contract& c) {
     auto comments = take_comments();
     Token start = cur_;
@@ -352,21 +396,14 @@ class Parser {
   }
 
   void parse_binds(Contract& c) {
-    Binding b;
-    b.comments = take_comments();
-    b.loc = loc(cur_);
-    advance();
+    auto b = begin_statement<Binding>();
     b.kind = expect_ident("after 'binds' (soname, symbol, header or module)", false);
     b.pattern = expect_string("after 'binds " + b.kind + "'");
-    end_statement(b.comments, "binding");
-    c.bindings.push_back(std::move(b));
+    finish(b, c.bindings, "binding");
   }
 
   void parse_control(Contract& c) {
-    Control k;
-    k.comments = take_comments();
-    k.loc = loc(cur_);
-    advance();
+    auto k = begin_statement<Control>();
     k.name = expect_ident("after 'control'");
     if (cur_.kind != K::Colon)
       fail(cur_, "expected ':' after control name '" + k.name + "', found " + describe(cur_), "expected-token",
@@ -396,15 +433,8 @@ class Parser {
       advance();
       expect(K::LParen, "after 'option'");
       std::vector<std::string> args;
-      while (cur_.kind != K::RParen) {
-        args.push_back(expect_string("in option(\"CARRIER\", \"ITEM_SEP\", \"KV_SEP\")"));
-        if (cur_.kind == K::Comma) {
-          advance();
-          continue;
-        }
-        if (cur_.kind != K::RParen) fail(cur_, "expected ',' or ')' in option(...), found " + describe(cur_), "expected-token");
-      }
-      advance();
+      list_until(K::RParen, "option(...)",
+                 [&] { args.push_back(expect_string("in option(\"CARRIER\", \"ITEM_SEP\", \"KV_SEP\")")); });
       if (args.size() > 3)
         fail(kind_tok, "option(...) takes at most 3 strings: carrier, item separator, key/value separator", "bad-option");
       if (args.size() > 0) k.how.carrier = args[0];
@@ -430,15 +460,7 @@ class Parser {
         if (k.type.kind == Type::Kind::Enum) {
           if (cur_.kind != K::LBrace) fail(cur_, "expected '{' after 'enum', found " + describe(cur_), "expected-token", "write: enum{passive, active}");
           advance();
-          while (cur_.kind != K::RBrace) {
-            k.type.enumerators.push_back(expect_ident("in enum{...}", false));
-            if (cur_.kind == K::Comma) {
-              advance();
-              continue;
-            }
-            if (cur_.kind != K::RBrace) fail(cur_, "expected ',' or '}' in enum{...}, found " + describe(cur_), "expected-token");
-          }
-          advance();
+          list_until(K::RBrace, "enum{...}", [&] { k.type.enumerators.push_back(expect_ident("in enum{...}", false)); });
         }
       }
     }
@@ -450,7 +472,7 @@ class Parser {
     };
     while (cur_.kind != K::Semi) {
       if (parse_provenance_clause(k.prov)) continue;
-      if (cur_.kind != K::Ident) break;
+      if (cur_.kind != K::Ident || at_next_statement()) break;
       Token at = cur_;
       const std::string w = cur_.text;
       if (w == "in") {
@@ -499,8 +521,7 @@ class Parser {
                           : "did you mean '" + best + "'?");
       }
     }
-    end_statement(k.comments, "control '" + k.name + "'");
-    c.controls.push_back(std::move(k));
+    finish(k, c.controls, "control '" + k.name + "'");
   }
 
 
@@ -518,15 +539,7 @@ class Parser {
     if (cur_.kind == K::LBrace) {
       d.kind = Domain::Kind::Set;
       advance();
-      while (cur_.kind != K::RBrace) {
-        d.values.push_back(parse_expr());
-        if (cur_.kind == K::Comma) {
-          advance();
-          continue;
-        }
-        if (cur_.kind != K::RBrace) fail(cur_, "expected ',' or '}' in a value set, found " + describe(cur_), "expected-token");
-      }
-      advance();
+      list_until(K::RBrace, "a value set", [&] { d.values.push_back(parse_expr()); });
       return d;
     }
     fail(cur_, "expected '[' or '{' after 'in', found " + describe(cur_), "expected-token",
@@ -534,10 +547,7 @@ class Parser {
   }
 
   void parse_demand(Contract& c) {
-    Demand d;
-    d.comments = take_comments();
-    d.loc = loc(cur_);
-    advance();
+    auto d = begin_statement<Demand>();
     d.resource = expect_ident("after 'demand' (a resource such as cpu.threads)");
     if (cur_.kind != K::Assign) fail(cur_, "expected '=' after 'demand " + d.resource + "', found " + describe(cur_), "expected-token",
                                      "write: demand " + d.resource + " = EXPR;");
@@ -547,67 +557,39 @@ class Parser {
       advance();
       d.when = parse_expr();
     }
-    parse_provenance(d.prov);
-    end_statement(d.comments, "demand");
-    c.demands.push_back(std::move(d));
+    finish(d, c.demands, "demand");
   }
 
   void parse_assume(Contract& c) {
-    Assumption a;
-    a.comments = take_comments();
-    a.loc = loc(cur_);
-    advance();
+    auto a = begin_statement<Assumption>();
     a.predicate = expect_ident("after 'assume' (a predicate such as exclusive)", false);
     if (cur_.kind != K::LParen)
       fail(cur_, "expected '(' after predicate '" + a.predicate + "', found " + describe(cur_), "expected-token",
            "write: assume " + a.predicate + "(cpu.cores);");
     advance();
-    while (cur_.kind != K::RParen) {
-      a.args.push_back(expect_ident("as an argument of '" + a.predicate + "'"));
-      if (cur_.kind == K::Comma) {
-        advance();
-        continue;
-      }
-      if (cur_.kind != K::RParen) fail(cur_, "expected ',' or ')' in '" + a.predicate + "(...)', found " + describe(cur_), "expected-token");
-    }
-    advance();
-    parse_provenance(a.prov);
-    end_statement(a.comments, "assumption");
-    c.assumptions.push_back(std::move(a));
+    list_until(K::RParen, "'" + a.predicate + "(...)'", [&] { a.args.push_back(expect_ident("as an argument of '" + a.predicate + "'")); });
+    finish(a, c.assumptions, "assumption");
   }
 
   void parse_behavior(Contract& c) {
-    Behavior b;
-    b.comments = take_comments();
-    b.loc = loc(cur_);
-    advance();
+    auto b = begin_statement<Behavior>();
     b.name = expect_ident("after 'behavior'", false);
-    while (cur_.kind == K::Ident && !at_provenance()) {
+    while (cur_.kind == K::Ident && !at_provenance() && !at_next_statement()) {
       std::string key = expect_ident("as a behavior parameter", false);
       b.params.emplace_back(key, parse_expr());
     }
-    parse_provenance(b.prov);
-    end_statement(b.comments, "behavior '" + b.name + "'");
-    c.behaviors.push_back(std::move(b));
+    finish(b, c.behaviors, "behavior '" + b.name + "'");
   }
 
   void parse_provides(Contract& c) {
-    Provides p;
-    p.comments = take_comments();
-    p.loc = loc(cur_);
-    advance();
+    auto p = begin_statement<Provides>();
     p.what = expect_ident("after 'provides' (region)", false);
     p.name = expect_ident("after 'provides " + p.what + "'", false);
-    parse_provenance(p.prov);
-    end_statement(p.comments, "provides");
-    c.provides.push_back(std::move(p));
+    finish(p, c.provides, "provides");
   }
 
   void parse_signal(Contract& c) {
-    Signal s;
-    s.comments = take_comments();
-    s.loc = loc(cur_);
-    advance();
+    auto s = begin_statement<Signal>();
     if (is_word("introspect")) {
       s.kind = Signal::Kind::Introspect;
       advance();
@@ -626,9 +608,7 @@ class Parser {
         fail(r, "unknown signal relation '" + s.relation + "'", "bad-relation", "relations: expect, rises_with, falls_with, above, below");
       if (cur_.kind != K::Semi && !at_provenance()) s.value = parse_expr();
     }
-    parse_provenance(s.prov);
-    end_statement(s.comments, "signal");
-    c.signals.push_back(std::move(s));
+    finish(s, c.signals, "signal");
   }
 
   // ---- expressions ----
@@ -645,9 +625,12 @@ class Parser {
            "split the expression; LPCL expressions are short formulas");
   }
 
+  // `nest` counts syntactic nesting (parentheses, operands, unary operators, call
+  // arguments), so recursion stops at kMaxExprDepth; `depth` is the tree's height, which
+  // long left-associative chains grow without recursion.
   Parsed parse_binary(int min_prec, int nest) {
     check_depth(nest, cur_);
-    Parsed lhs = parse_unary(nest + 1);
+    Parsed lhs = parse_unary(nest);
     while (cur_.kind == K::Op) {
       int p = precedence(cur_.text);
       if (p == 0 || p < min_prec) break;
@@ -679,14 +662,14 @@ class Parser {
       out.e.op = op.text;
       out.e.loc = loc(op);
       out.depth = inner.depth + 1;
+      check_depth(out.depth, op);
       out.e.args.push_back(std::move(inner.e));
       return out;
     }
-    return parse_primary(nest + 1);
+    return parse_primary(nest);
   }
 
   Parsed parse_primary(int nest) {
-    check_depth(nest, cur_);
     Parsed out;
     out.e.loc = loc(cur_);
     switch (cur_.kind) {
@@ -712,18 +695,12 @@ class Parser {
     if (out.e.kind == Expr::Kind::Name && cur_.kind == K::LParen) {
       out.e.kind = Expr::Kind::Call;
       advance();
-      while (cur_.kind != K::RParen) {
+      list_until(K::RParen, "call to '" + out.e.text + "'", [&] {
         Parsed a = parse_binary(1, nest + 1);
         out.depth = std::max(out.depth, a.depth + 1);
+        check_depth(out.depth, cur_);
         out.e.args.push_back(std::move(a.e));
-        if (cur_.kind == K::Comma) {
-          advance();
-          continue;
-        }
-        if (cur_.kind != K::RParen)
-          fail(cur_, "expected ',' or ')' in call to '" + out.e.text + "', found " + describe(cur_), "expected-token");
-      }
-      advance();
+      });
     }
     return out;
   }
@@ -733,7 +710,7 @@ class Parser {
   std::vector<Comment> pending_;
   Lexer lex_;
   Token cur_;
-  int last_line_ = 0;
+  SourceLoc prev_end_;  // just past the previous token: where a missing ';' belongs
   size_t start_errors_ = 0;
 };
 
