@@ -11,6 +11,7 @@
 #include <set>
 
 #include "cli/command.h"
+#include "extract/evaluate.h"
 #include "extract/extract.h"
 
 namespace syspilot::cli {
@@ -24,6 +25,7 @@ struct ExtractArgs {
   bool json = false, progress = false, stats = false, no_api = false, all_notes = false;
   size_t max_file_mb = 256;
   std::string output;
+  std::string expected;
 };
 
 void print_summary(const extract::Facts& f, std::ostream& os) {
@@ -107,6 +109,24 @@ void run(const ExtractArgs& a, Context& ctx) {
                   f.files_scanned / (total > 0 ? total : 1e-9), f.bytes_scanned / 1e6 / (total > 0 ? total : 1e-9));
     std::cerr << buf;
   }
+  if (!a.expected.empty()) {
+    extract::ExpectedList want;
+    try {
+      want = extract::load_expected(a.expected);
+    } catch (const std::exception& e) {
+      throw UsageError(e.what());
+    }
+    auto env = extract::score(want.env, extract::env_names(f));
+    std::cerr << "score " << f.library << " env: " << env.str() << "\n";
+    for (auto& m : env.missed) std::cerr << "  missed env " << m << "\n";
+    for (auto& x : env.extra) std::cerr << "  extra env " << x << "\n";
+    if (want.has_api) {
+      auto api = extract::score(want.api, extract::api_names(f));
+      std::cerr << "score " << f.library << " api: " << api.str() << "\n";
+      for (auto& m : api.missed) std::cerr << "  missed api " << m << "\n";
+      for (auto& x : api.extra) std::cerr << "  extra api " << x << "\n";
+    }
+  }
   if (a.json) os << extract::to_json(f).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   else print_summary(f, os);
   ctx.exit_code = f.files_scanned == 0 && f.diagnostics.has_errors() ? kUsage : kOk;
@@ -126,6 +146,8 @@ CommandRegistration reg(20, [](CLI::App& app, Context& ctx) {
   cmd->add_flag("--notes", args->all_notes, "Show every note diagnostic, not only their count");
   cmd->add_option("--max-file-mb", args->max_file_mb, "Skip files larger than this (default 256)");
   cmd->add_option("-o,--output", args->output, "Write the facts to this file instead of stdout");
+  cmd->add_option("--expected", args->expected,
+                  "Score against an expected list (tests/extract/expected/*.txt): precision and recall on stderr");
   cmd->callback([args, &ctx] { run(*args, ctx); });
 });
 

@@ -37,7 +37,7 @@ enum Role : uint8_t {
   kFunctionName, kFunctionParams, kMacro, kMacroName, kMacroParams, kConst, kConstName,
   kConstValue, kVar, kVarDeclarator, kVarName, kVarValue, kPragma, kPragmaDirective,
   kPragmaArg, kLoop, kLoopCond, kLoopBody, kQualified, kSubscript, kSubscriptValue,
-  kSubscriptKey, kCompare
+  kSubscriptKey, kCompare, kTable, kTableName, kTableValue
 };
 
 Role role_of(std::string_view name) {
@@ -52,7 +52,8 @@ Role role_of(std::string_view name) {
       {"pragma.directive", kPragmaDirective}, {"pragma.arg", kPragmaArg}, {"loop", kLoop},
       {"loop.cond", kLoopCond}, {"loop.body", kLoopBody}, {"qualified", kQualified},
       {"subscript", kSubscript}, {"subscript.value", kSubscriptValue},
-      {"subscript.key", kSubscriptKey}, {"compare", kCompare}};
+      {"subscript.key", kSubscriptKey}, {"compare", kCompare}, {"table", kTable},
+      {"table.declarator", kTableName}, {"table.value", kTableValue}};
   auto it = roles.find(name);
   return it == roles.end() ? kNone : it->second;
 }
@@ -330,11 +331,11 @@ class FileScanner {
   static bool is(TSNode n, const char* type) { return !ts_node_is_null(n) && std::strcmp(ts_node_type(n), type) == 0; }
 
   void collect(const CompiledQuery& q, const TSQueryMatch& m) {
-    TSNode cap[32];
-    bool have[32] = {};
+    TSNode cap[48];
+    bool have[48] = {};
     for (uint16_t i = 0; i < m.capture_count; ++i) {
       Role r = q.roles[m.captures[i].index];
-      if (r < 32) { cap[r] = m.captures[i].node; have[r] = true; }
+      if (r < 48) { cap[r] = m.captures[i].node; have[r] = true; }
     }
     TSNode null{};
     auto get = [&](Role r) { return have[r] ? cap[r] : null; };
@@ -349,6 +350,7 @@ class FileScanner {
     else if (have[kSubscript]) subscripts_.push_back({cap[kSubscript], get(kSubscriptValue), get(kSubscriptKey)});
     else if (have[kCompare]) compares_.push_back(cap[kCompare]);
     else if (have[kQualified]) qualified_.push_back(cap[kQualified]);
+    else if (have[kTable]) tables_.push_back({cap[kTable], get(kTableName), get(kTableValue)});
   }
 
   // --- definitions
@@ -477,10 +479,33 @@ class FileScanner {
         auto it = locals_[def].find(name);
         if (it != locals_[def].end()) { out.insert(out.end(), it->second.begin(), it->second.end()); return; }
       }
+      if (def >= 0 && !in_concat) {
+        NameExpr assigned = assigned_before(name, def, ts_node_start_byte(n));
+        if (!assigned.empty()) { out.insert(out.end(), assigned.begin(), assigned.end()); return; }
+      }
       Piece piece{Piece::Ident, name};
       piece.in_concat = in_concat;
       out.push_back(piece);
       return;
+    }
+    if (!std::strcmp(t, "call_expression") && lang_ != Lang::Python) {
+      // STR(MACRO): a stringizing macro applied to a token
+      TSNode f = ts_node_child_by_field_name(n, "function", 8);
+      TSNode args = ts_node_child_by_field_name(n, "arguments", 9);
+      if (is(f, "identifier") && ts_node_named_child_count(args) == 1) {
+        Piece p{Piece::Apply, std::string(text(f))};
+        p.arg = trim(text(ts_node_named_child(args, 0)));
+        out.push_back(p);
+        return;
+      }
+    }
+    if (!std::strcmp(t, "field_expression") && lang_ != Lang::Python) {
+      // table[i].name: the strings of a constant table's rows
+      TSNode base = ts_node_child_by_field_name(n, "argument", 8);
+      if (is(base, "subscript_expression")) {
+        TSNode arr = ts_node_child_by_field_name(base, "argument", 8);
+        if (is(arr, "identifier")) { out.push_back({Piece::Ident, std::string(text(arr))}); return; }
+      }
     }
     if (!std::strcmp(t, "parenthesized_expression")) { eval(ts_node_named_child(n, 0), def, out, depth + 1); return; }
     if (!std::strcmp(t, "cast_expression")) { eval(ts_node_child_by_field_name(n, "value", 5), def, out, depth + 1); return; }
@@ -493,6 +518,32 @@ class FileScanner {
       }
     }
     out.push_back({Piece::Unknown, clip(sv, 80)});
+  }
+
+  // `name = ... "X" ...;` earlier in the function, when the initializer is split by
+  // preprocessor branches that tree-sitter cannot parse: the last string literal wins.
+  NameExpr assigned_before(const std::string& name, int def, uint32_t before) const {
+    uint32_t from = def_ranges_[def].start;
+    if (before <= from || before > src_.size()) return {};
+    std::string_view region = src_.substr(from, before - from);
+    size_t pos = region.size();
+    while (pos > 0) {
+      size_t hit = region.rfind(name, pos - 1);
+      if (hit == std::string_view::npos) break;
+      pos = hit;
+      size_t end = hit + name.size();
+      if ((hit > 0 && is_ident_char(region[hit - 1])) || (end < region.size() && is_ident_char(region[end]))) continue;
+      size_t k = end;
+      while (k < region.size() && std::isspace(static_cast<unsigned char>(region[k]))) ++k;
+      if (k >= region.size() || region[k] != '=' || (k + 1 < region.size() && region[k + 1] == '=')) continue;
+      size_t semi = region.find(';', k);
+      if (semi == std::string_view::npos) semi = region.size();
+      auto toks = tokenize(region.substr(k + 1, semi - k - 1));
+      for (auto it = toks.rbegin(); it != toks.rend(); ++it)
+        if (it->kind == Token::String) return {{Piece::Lit, it->text}};
+      return {};
+    }
+    return {};
   }
 
   void eval_python_string(TSNode n, int def, NameExpr& out, int depth) const {
@@ -530,16 +581,36 @@ class FileScanner {
       bool stringy = !toks.empty() && std::all_of(toks.begin(), toks.end(), [](const Token& t) {
         return t.kind == Token::String || t.kind == Token::Ident || t.text == "(" || t.text == ")";
       });
-      if (stringy) out_.constants.push_back({name, eval_tokens(toks, 0, toks.size(), {})});
+      if (stringy) out_.constants.push_back({name, eval_tokens(toks, 0, toks.size(), {}), ""});
+      if (toks.size() == 1 && toks[0].kind == Token::Ident) out_.constants.push_back({name, {}, toks[0].text});
       // object-like macros can hold reads too: #define DEBUG_ON readenv_atoi("GOTO_DEBUG")
       macro_calls(toks, -1, line(c.b));
     }
+    for (auto& t : tables_) add_table(t);
     for (size_t i = 0; i < def_nodes_.size(); ++i) {
       auto& f = def_nodes_[i];
       if (!f.macro) continue;
       TSNode body = ts_node_child_by_field_name(f.node, "value", 5);
       if (ts_node_is_null(body)) continue;
+      out_.defs[i].body = clip(text(body), 200);
       macro_calls(tokenize(text(body)), static_cast<int>(i), line(body));
+    }
+  }
+
+  // A file-scope array of rows whose first item is a string: each string is one alternative.
+  void add_table(const PairNode& t) {
+    if (enclosing(ts_node_start_byte(t.node), ts_node_end_byte(t.node)) >= 0) return;
+    std::string name = declared_name(t.a);
+    if (name.empty()) return;
+    uint32_t rows = ts_node_named_child_count(t.b);
+    for (uint32_t i = 0; i < rows && i < 512; ++i) {
+      TSNode row = ts_node_named_child(t.b, i);
+      if (!is(row, "initializer_list") || ts_node_named_child_count(row) == 0) continue;
+      TSNode first = ts_node_named_child(row, 0);
+      if (!is(first, "string_literal")) continue;
+      NameExpr e;
+      eval(first, -1, e);
+      out_.constants.push_back({name, std::move(e), ""});
     }
   }
 
@@ -683,6 +754,7 @@ class FileScanner {
 
   // The conversion applied to `var` in `s`, by the first conv(var ...) seen.
   static std::string conversion_of(std::string_view s, const std::string& var) {
+    if (var.empty()) return {};
     size_t pos = 0;
     while ((pos = s.find(var, pos)) != std::string_view::npos) {
       size_t end = pos + var.size();
@@ -706,6 +778,11 @@ class FileScanner {
   void add_subscript(const PairNode& s) {
     auto v = text(s.a);
     if (v != "os.environ" && v != "environ") return;
+    // os.environ[X] = ... and del os.environ[X] write; += reads first
+    TSNode parent = ts_node_parent(s.node);
+    if (is(parent, "assignment") && ts_node_eq(ts_node_child_by_field_name(parent, "left", 4), s.node)) return;
+    if (is(parent, "delete_statement") || is(parent, "expression_list") && is(ts_node_parent(parent), "delete_statement"))
+      return;
     Call call;
     call.callee = "os.environ[]";
     call.line = line(s.node);
@@ -860,7 +937,7 @@ class FileScanner {
   FileCode out_;
   std::vector<CallNode> calls_;
   std::vector<FuncNode> funcs_, def_nodes_;
-  std::vector<PairNode> consts_, vars_, pragmas_, loops_, subscripts_;
+  std::vector<PairNode> consts_, vars_, pragmas_, loops_, subscripts_, tables_;
   std::vector<TSNode> compares_, qualified_;
   std::vector<Range> def_ranges_;
   std::vector<std::unordered_map<std::string, NameExpr>> locals_;

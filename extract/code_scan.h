@@ -16,11 +16,14 @@ const char* lang_name(Lang l);
 
 // A name expression: how an argument's text is built, piece by piece.
 struct Piece {
-  enum Kind : uint8_t { Lit, Param, Ident, Stringize, Unknown };
+  // Apply: a function-like macro applied to raw text, e.g. ITT_TO_STR(LIB_VAR_NAME); it is a
+  // name when the macro stringizes its argument (decided across files).
+  enum Kind : uint8_t { Lit, Param, Ident, Stringize, Apply, Unknown };
   Kind kind = Unknown;
   std::string text;  // Lit: the characters; Ident: the identifier; Unknown/Stringize: raw text
   int param = -1;    // Param / Stringize: index into the enclosing definition's parameters
   bool in_concat = false;  // Ident adjacent to string literals: a string macro (may be empty)
+  std::string arg;         // Apply: the raw argument text
 };
 using NameExpr = std::vector<Piece>;
 
@@ -46,11 +49,15 @@ struct Definition {
   std::vector<std::string> params;
   std::string return_type;  // int | float | bool | string | unknown
   bool init_time = false;   // constructor attribute or an init-like name
+  std::string body;         // macros: the replacement text, clipped
 };
 
+// A string constant (#define ENV "X", const char* X = "X"), an object-like macro's raw text
+// (#define LIB_VAR_NAME INTEL_LIBITTNOTIFY64), or a table's strings (rows of an array).
 struct Constant {
   std::string name;
   NameExpr value;
+  std::string raw;  // raw replacement text of an object-like macro
 };
 
 struct FileCode {

@@ -49,6 +49,8 @@ Readers base_readers() {
 }
 
 bool has_param(const NameExpr& e) {
+  // Apply pieces over a parameter are resolved at the caller, like Param
+  for (auto& p : e) if (p.kind == Piece::Apply && p.param >= 0) return true;
   for (auto& p : e) if (p.kind == Piece::Param || p.kind == Piece::Stringize) return true;
   return false;
 }
@@ -91,9 +93,13 @@ class Resolver {
  public:
   Resolver(const std::vector<FileCode>& files, Diagnostics& d) : files_(files), diags_(d) {
     readers_ = base_readers();
+    // every definition is an alternative: #ifdef branches, table rows
     for (auto& f : files)
-      for (auto& c : f.constants)
-        if (!c.value.empty()) constants_.emplace(c.name, c.value);  // first definition wins
+      for (auto& c : f.constants) {
+        if (!c.value.empty()) constants_[c.name].push_back(c.value);
+        if (!c.raw.empty()) raw_macros_[c.name].push_back(c.raw);
+      }
+    find_stringifiers();
   }
 
   std::vector<EnvRead> run() {
@@ -152,19 +158,66 @@ class Resolver {
     }
   }
 
-  // Evaluates a name expression to text; false when it depends on something unknown.
-  bool evaluate(const NameExpr& e, std::string& out, int depth = 0) const {
+  // Macros that turn their argument into a string: #define S(x) #x, #define T(x) S(x).
+  void find_stringifiers() {
+    bool changed = true;
+    for (int round = 0; changed && round < 8; ++round) {
+      changed = false;
+      for (auto& f : files_)
+        for (auto& d : f.defs) {
+          if (!d.macro || d.params.size() != 1 || stringifiers_.count(d.name)) continue;
+          std::string b;
+          for (char c : d.body) if (!std::isspace(static_cast<unsigned char>(c))) b += c;
+          const std::string& p = d.params[0];
+          bool direct = b == "#" + p;
+          bool via = false;
+          auto open = b.find('(');
+          if (!direct && open != std::string::npos && b.substr(open) == "(" + p + ")")
+            via = stringifiers_.count(b.substr(0, open)) > 0;
+          if (direct || via) {
+            stringifiers_.insert(d.name);
+            changed = true;
+          }
+        }
+    }
+  }
+
+  // Evaluates a name expression to its possible texts (one per #ifdef branch or table row);
+  // false when it depends on something unknown.
+  bool evaluate(const NameExpr& e, std::vector<std::string>& outs, int depth = 0) const {
     if (depth > 8) return false;
+    outs = {""};
+    auto extend = [&](const std::vector<std::string>& alts) {
+      std::vector<std::string> next;
+      for (auto& o : outs)
+        for (auto& a : alts)
+          if (next.size() < 32) next.push_back(o + a);
+      outs = std::move(next);
+    };
     for (auto& p : e) {
       switch (p.kind) {
-        case Piece::Lit: out += p.text; break;
+        case Piece::Lit: extend({p.text}); break;
         case Piece::Ident: {
           auto it = constants_.find(p.text);
           if (it != constants_.end()) {
-            if (!evaluate(it->second, out, depth + 1)) return false;
+            std::vector<std::string> alts;
+            for (auto& v : it->second) {
+              std::vector<std::string> sub;
+              if (evaluate(v, sub, depth + 1)) alts.insert(alts.end(), sub.begin(), sub.end());
+            }
+            if (alts.empty()) return false;
+            std::sort(alts.begin(), alts.end());
+            alts.erase(std::unique(alts.begin(), alts.end()), alts.end());
+            extend(alts);
           } else if (!p.in_concat) {
             return false;
           }  // an unknown macro beside string literals is a configure-time prefix: empty by default
+          break;
+        }
+        case Piece::Apply: {
+          if (!stringifiers_.count(p.text)) return false;
+          auto it = raw_macros_.find(p.arg);
+          extend(it != raw_macros_.end() ? it->second : std::vector<std::string>{p.arg});
           break;
         }
         default: return false;
@@ -180,13 +233,18 @@ class Resolver {
     if (c.def >= 0 && f.defs[c.def].name == c.callee) return;  // a reader's own recursion or a stub
     NameExpr name = substitute(r.name, c);
     if (has_param(name)) return;  // inside a wrapper: its callers are resolved instead
-    std::string value;
-    if (!evaluate(name, value)) {
+    std::vector<std::string> values;
+    if (!evaluate(name, values)) {
       ++unresolved_;
       if (first_unresolved_.empty()) first_unresolved_ = f.file + ":" + std::to_string(c.line) + " " + c.callee;
       return;
     }
-    value = strip_quotes(value);
+    std::sort(values.begin(), values.end());
+    values.erase(std::unique(values.begin(), values.end()), values.end());
+    for (auto& v : values) add_read(f, c, r, strip_quotes(v), out);
+  }
+
+  void add_read(const FileCode& f, const Call& c, const Reader& r, const std::string& value, std::vector<EnvRead>& out) {
     if (!valid_env_name(value)) return;
     EnvRead e;
     e.name = value;
@@ -207,7 +265,9 @@ class Resolver {
   const std::vector<FileCode>& files_;
   Diagnostics& diags_;
   Readers readers_;
-  std::unordered_map<std::string, NameExpr> constants_;
+  std::unordered_map<std::string, std::vector<NameExpr>> constants_;
+  std::unordered_map<std::string, std::vector<std::string>> raw_macros_;
+  std::set<std::string> stringifiers_;
   size_t unresolved_ = 0;
   std::string first_unresolved_;
 };

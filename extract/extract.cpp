@@ -91,13 +91,19 @@ void scan_one(const walk::Entry& e, const ExtractOptions& opt, FileResult& r) {
     if (!why.empty()) r.diags.note({e.rel, 0, 0}, "skipped: " + why, "skip-not-source");
     return;
   }
-  r.scanned = true;
-  r.bytes = e.size;
   if (kind == Kind::Elf) {
-    if (e.rel.find(".so") != std::string::npos || e.path.find(".so") != std::string::npos)
-      r.binaries.push_back(scan_binary(e.path, r.diags));
+    if (e.rel.find(".so") == std::string::npos) {
+      // objects, executables and ELF data under source names are not what we describe
+      r.diags.note({e.rel, 0, 0}, "skipped: an ELF file that is not a shared object", "skip-not-source");
+      return;
+    }
+    r.scanned = true;
+    r.bytes = e.size;
+    r.binaries.push_back(scan_binary(e.path, r.diags));
     return;
   }
+  r.scanned = true;
+  r.bytes = e.size;
   if (!valid_utf8(head))
     r.diags.note({e.rel, 0, 0}, "invalid UTF-8; scanned as bytes", "invalid-utf8");
   if (walk::is_code(kind)) {

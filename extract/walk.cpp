@@ -74,6 +74,9 @@ void walk_dir(const fs::path& dir, const fs::path& root, std::set<std::pair<dev_
       en.size = static_cast<uint64_t>(st.st_size);
       en.kind = kind_by_name(en.rel);
       out.push_back(std::move(en));
+    } else {
+      diags.note({e.path().string(), 0, 0}, "skipped: not a regular file (FIFO, socket or device)",
+                 "skip-not-source");
     }
   }
 }

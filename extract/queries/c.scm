@@ -23,3 +23,6 @@
 (while_statement condition: (_) @loop.cond body: (_) @loop.body) @loop
 (do_statement body: (_) @loop.body condition: (_) @loop.cond) @loop
 (for_statement body: (_) @loop.body) @loop
+
+; constant tables: static struct { const char* env_var; ... } group_alias[] = {{"KMP_FOR_TPROFILE", ...}, ...}
+(init_declarator declarator: (array_declarator) @table.declarator value: (initializer_list) @table.value) @table

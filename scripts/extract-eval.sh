@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Precision/recall of `syspilot extract` on real Debian source trees against the hand-built
+# lists in tests/extract/expected/, next to what a plain `grep -rn getenv` finds.
+# Usage: scripts/extract-eval.sh [--fetch]   (BUILD_DIR defaults to build; the trees live in
+# .deps/sources, fetched by --fetch through scripts/fetch-sources.sh)
+# Prints a Markdown table; a tree that is not present is listed as "not fetched".
+set -uo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-"$here/build"}
+bin="$build/syspilot"
+src="$here/.deps/sources"
+if [ "${1:-}" = "--fetch" ]; then
+  bash "$here/scripts/fetch-sources.sh" openblas=0.3.21+ds-4 openblas=0.3.29+ds-3 openblas=0.3.34+ds-2 \
+    onetbb=2021.8.0-2+deb12u1 fftw3=3.3.10-1 libzstd=1.5.4+dfsg2-5 libzstd=1.5.7+dfsg-4 \
+    jemalloc=5.3.0-1 jemalloc=5.3.1-2 blis=0.9.0-1 >&2 || echo "some versions were not served (see above)" >&2
+fi
+[ -x "$bin" ] || { echo "extract-eval: $bin not built (run scripts/build.sh)" >&2; exit 2; }
+
+# expected-list name -> source folder
+pairs="openblas-0.3.21:openblas-0.3.21+ds openblas-0.3.29:openblas-0.3.29+ds openblas-0.3.34:openblas-0.3.34+ds
+onetbb-2021.8.0:onetbb-2021.8.0 fftw3-3.3.10:fftw3-3.3.10 zstd-1.5.4:libzstd-1.5.4+dfsg2
+zstd-1.5.7:libzstd-1.5.7+dfsg jemalloc-5.3.0:jemalloc-5.3.0 jemalloc-5.3.1:jemalloc-5.3.1 blis-0.9.0:blis-0.9.0"
+
+pct() { awk -v m="$1" -v d="$2" 'BEGIN { if (d == 0) print "n/a"; else printf "%.1f%%", 100 * m / d }'; }
+
+echo "| library | expected env | syspilot env P | syspilot env R | grep getenv P | grep getenv R | API P | API R |"
+echo "|---|---|---|---|---|---|---|---|"
+for p in $pairs; do
+  name=${p%%:*}; dir="$src/${p#*:}"; exp="$here/tests/extract/expected/$name.txt"
+  if [ ! -d "$dir" ] || [ ! -f "$exp" ]; then
+    echo "| $name | not fetched | | | | | | |"; continue
+  fi
+  want=$(mktemp); got=$(mktemp); grepped=$(mktemp); log=$(mktemp)
+  awk '/^\[env\]/{s=1;next} /^\[/{s=0} s && $1 !~ /^#/ && NF {print $1}' "$exp" | sort -u > "$want"
+  "$bin" extract "$dir" --lib "$name" --json --expected "$exp" > "$log.json" 2> "$log"
+  python3 -c "import json,sys; [print(e['name']) for e in json.load(open(sys.argv[1]))['env_vars']]" "$log.json" | sort -u > "$got"
+  # what a plain grep shows: quoted names on lines that call getenv
+  (cd "$dir" && grep -rn getenv --exclude-dir=.pc . 2>/dev/null) | grep -oE "getenv *\( *\"[A-Za-z_][A-Za-z0-9_]*\"" \
+    | grep -oE "\"[A-Za-z_0-9]+\"" | tr -d '"' | sort -u > "$grepped"
+  ne=$(wc -l < "$want"); ng=$(wc -l < "$got"); nm=$(comm -12 "$want" "$got" | wc -l)
+  nr=$(wc -l < "$grepped"); nrm=$(comm -12 "$want" "$grepped" | wc -l)
+  api=$(grep -E "^score .* api:" "$log" | sed -E 's/.*api: P ([^ ]+) R ([^ ]+).*/\1 | \2/')
+  [ -n "$api" ] || api="- | -"
+  echo "| $name | $ne | $(pct "$nm" "$ng") | $(pct "$nm" "$ne") | $(pct "$nrm" "$nr") | $(pct "$nrm" "$ne") | $api |"
+  rm -f "$want" "$got" "$grepped" "$log" "$log.json"
+done

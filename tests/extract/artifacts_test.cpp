@@ -1,0 +1,130 @@
+// Docs (Markdown, RST, man, gzipped man, texinfo, HTML), binaries through libelf, threading
+// facts and API controls from a public header, on fixtures and on installed libraries.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+
+#include "extract/extract.h"
+
+namespace fs = std::filesystem;
+using namespace syspilot::extract;
+
+namespace {
+
+Facts run(const std::string& path, bool api = false) {
+  ExtractOptions o;
+  o.paths = {path};
+  o.threads = 2;
+  o.api_controls = api;
+  return extract(o);
+}
+
+const DocMention* mention(const Facts& f, const std::string& name) {
+  for (auto& d : f.doc_mentions)
+    if (d.name == name) return &d;
+  return nullptr;
+}
+
+bool has(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+}  // namespace
+
+TEST(ExtractDocs, EveryFormatWithItsSentence) {
+  Facts f = run(std::string(EXTRACT_FIXTURES) + "/docs");
+  auto* md = mention(f, "FIXLIB_NUM_THREADS");
+  ASSERT_NE(md, nullptr);
+  EXPECT_EQ(md->format, "markdown");
+  EXPECT_EQ(md->line, 3);
+  EXPECT_NE(md->sentence.find("limit the worker pool"), std::string::npos) << md->sentence;
+  std::map<std::string, std::string> want = {{"FIXLIB_SPIN_COUNT", "markdown"}, {"fixlib_set_num_threads", "markdown"},
+                                             {"FIXLIB_ARENA_COUNT", "rst"}, {"FIXLIB_THREAD_TIMEOUT", "man"},
+                                             {"FIXLIB_AFFINITY", "texinfo"}, {"FIXLIB_GPU_DEVICE", "html"}};
+  for (auto& [name, fmt] : want) {
+    auto* m = mention(f, name);
+    ASSERT_NE(m, nullptr) << name;
+    EXPECT_EQ(m->format, fmt) << name;
+  }
+  auto* man = mention(f, "FIXLIB_THREAD_TIMEOUT");
+  EXPECT_EQ(man->file, "fixlib.3");
+  EXPECT_EQ(mention(f, "X_Y_Z"), nullptr) << "HTML style blocks are not prose";
+  for (auto& d : f.doc_mentions) EXPECT_EQ(d.sentence.find("\\fB"), std::string::npos) << "troff escapes stripped";
+}
+
+TEST(ExtractDocs, GzippedManPageFromTheSystem) {
+  const char* page = "/usr/share/man/man1/zstd.1.gz";
+  if (!fs::exists(page)) GTEST_SKIP() << page << " not installed";
+  Facts f = run(page);
+  auto* m = mention(f, "ZSTD_CLEVEL");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->format, "man");
+  EXPECT_GT(m->line, 0);
+}
+
+TEST(ExtractBinary, InstalledSharedObjects) {
+  struct Want { const char* path; const char* import; const char* knob; const char* exported; };
+  std::vector<Want> libs = {
+      {"/usr/lib/x86_64-linux-gnu/libopenblas.so.0", "getenv", "OPENBLAS_NUM_THREADS", "openblas_set_num_threads"},
+      {"/usr/lib/x86_64-linux-gnu/libgomp.so.1", "pthread_create", "OMP_NUM_THREADS", "omp_set_num_threads"},
+      {"/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "pthread_create", "MALLOC_CONF", "mallctl"},
+      {"/usr/lib/x86_64-linux-gnu/libtbb.so.12", "pthread_create", "TBB_VERSION", nullptr}};
+  int seen = 0;
+  for (auto& w : libs) {
+    if (!fs::exists(w.path)) continue;
+    ++seen;
+    syspilot::Diagnostics d;
+    BinaryFacts b = scan_binary(w.path, d);
+    EXPECT_FALSE(b.soname.empty()) << w.path;
+    EXPECT_TRUE(has(b.needed, "libc.so.6")) << w.path;
+    EXPECT_TRUE(has(b.imports, w.import)) << w.path;
+    EXPECT_TRUE(has(b.knob_strings, w.knob)) << w.path;
+    if (w.exported) EXPECT_TRUE(has(b.exports, w.exported)) << w.path;
+  }
+  if (!seen) GTEST_SKIP() << "none of the libraries is installed";
+  syspilot::Diagnostics d;
+  scan_binary(std::string(EXTRACT_FIXTURES) + "/docs/README.md", d);
+  EXPECT_TRUE(d.has_errors() || d.warning_count() > 0) << "a non-ELF file is a diagnostic, not a crash";
+}
+
+TEST(ExtractThreading, PoolSpinAffinityOmpGpu) {
+  Facts f = run(std::string(EXTRACT_FIXTURES) + "/wrappers/src");
+  std::map<std::string, int> kinds;
+  for (auto& t : f.threading) ++kinds[t.kind];
+  EXPECT_EQ(kinds["thread_create"], 1);
+  EXPECT_EQ(kinds["spin_wait"], 2);
+  EXPECT_EQ(kinds["affinity"], 1);
+  EXPECT_EQ(kinds["omp_parallel"], 1);
+  EXPECT_GE(kinds["gpu_call"], 1);
+  for (auto& t : f.threading) {
+    if (t.kind == "thread_create") {
+      EXPECT_EQ(t.function, "blas_thread_init");
+      EXPECT_TRUE(t.init_time);
+      EXPECT_EQ(t.file, "pool.c");
+    }
+    if (t.kind == "spin_wait") EXPECT_EQ(t.function, "worker_main");
+  }
+  EXPECT_EQ(kinds["pool_init"], 1);
+}
+
+TEST(ExtractApi, ControlsFromAPublicHeaderWithDocs) {
+  Facts f = run(std::string(EXTRACT_FIXTURES) + "/wrappers", true);
+  std::map<std::string, const ApiControl*> by;
+  for (auto& a : f.api_controls) by[a.name] = &a;
+  ASSERT_TRUE(by.count("fixlib_set_num_threads"));
+  EXPECT_EQ(by["fixlib_set_num_threads"]->category, "threads");
+  EXPECT_EQ(by["fixlib_set_num_threads"]->file, "include/fixlib.h");
+  EXPECT_EQ(by["fixlib_set_num_threads"]->line, 7);
+  EXPECT_NE(by["fixlib_set_num_threads"]->doc.find("number of worker threads"), std::string::npos);
+  EXPECT_NE(by["fixlib_set_num_threads"]->signature.find("int num_threads"), std::string::npos);
+  ASSERT_TRUE(by.count("fixlib_set_affinity"));
+  EXPECT_EQ(by["fixlib_set_affinity"]->category, "affinity");
+  ASSERT_TRUE(by.count("fixlib_set_device"));
+  EXPECT_EQ(by["fixlib_set_device"]->category, "device");
+  EXPECT_TRUE(by.count("fixlib_get_num_threads"));
+  EXPECT_FALSE(by.count("fixlib_dot"));
+  // headers under src/ are not public: their functions are not API controls
+  EXPECT_FALSE(by.count("ncclGetEnv"));
+}
