@@ -40,8 +40,8 @@ class LiveObjective : public Objective {
 std::optional<double> read_metric(const std::string& output, const std::string& regex);
 
 // Interleaved fresh measurement of the reference against a candidate: R C R C ..., `pairs`
-// each, after one unmeasured warm-up of each. speedup = median(R) / median(C) (for negated
-// metrics, median(C) / median(R)); spread is the relative half-range of the per-pair ratios.
+// each, after one unmeasured warm-up of each. speedup = median over pairs of R / C (for negated
+// metrics, C / R); spread is the relative half-range of the per-pair ratios.
 struct Verification {
   bool ok = false;
   std::string failure;

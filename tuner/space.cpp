@@ -2,6 +2,8 @@
 // a configuration becomes a child's environment.
 #include "tuner/space.h"
 
+#include "lpcl/source_dir.h"
+
 #include <sched.h>
 #include <unistd.h>
 

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "lpcl/source_dir.h"
 #include "tuner/search.h"
 
 namespace syspilot::tuner {
