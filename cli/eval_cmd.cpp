@@ -1,0 +1,127 @@
+// `syspilot eval`: measure the scenarios' tables, replay tuners side by side over them (or run
+// live trials), write the Markdown/SVG report and print the summary table.
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+
+#include "cli/command.h"
+#include "eval/eval.h"
+
+namespace syspilot::cli {
+namespace {
+
+struct EvalArgs {
+  bool measure = false, replay = false, live = false, reanalyse = false;
+  std::vector<std::string> scenarios;
+  std::vector<int> budgets = {5, 10, 20, 50};
+  int seeds = 20;
+  int repeats = 3;
+  double max_load = 0.3;
+  std::vector<std::string> tuners;
+  std::string report;
+  std::string data, scenario_dir;
+};
+
+std::vector<eval::Scenario> selected(const EvalArgs& a) {
+  Diagnostics diags;
+  auto all = eval::load_scenarios(a.scenario_dir.empty() ? eval::scenarios_dir() : a.scenario_dir, diags);
+  if (diags.has_errors()) throw UsageError(diags.str());
+  if (a.scenarios.empty()) return all;
+  std::vector<eval::Scenario> out;
+  for (const auto& name : a.scenarios) {
+    auto it = std::find_if(all.begin(), all.end(), [&](const eval::Scenario& s) { return s.name == name; });
+    if (it == all.end()) {
+      std::string known;
+      for (const auto& s : all) known += " " + s.name;
+      throw UsageError("unknown scenario '" + name + "'; known:" + known);
+    }
+    out.push_back(*it);
+  }
+  return out;
+}
+
+int run_measure(const EvalArgs& a) {
+  std::string dir = a.data.empty() ? eval::data_dir() : a.data;
+  std::filesystem::create_directories(dir);
+  int failed = 0;
+  for (const auto& s : selected(a)) {
+    eval::MeasureOptions o;
+    o.repeats = a.repeats;
+    o.max_load = a.max_load;
+    o.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+    Diagnostics diags;
+    eval::Table t = eval::measure(s, dir + "/" + s.name + ".json", o, diags);
+    diags.print(std::cerr);
+    if (diags.has_errors()) ++failed;
+    else
+      std::cout << s.name << ": " << t.entries.size() << " configurations, best " << t.best() << " s, noise +-"
+                << t.noise() * 100 << "%\n";
+  }
+  return failed ? kFindings : kOk;
+}
+
+int run_compare(const EvalArgs& a) {
+  std::string dir = a.data.empty() ? eval::data_dir() : a.data;
+  auto scenarios = selected(a);
+  std::map<std::string, eval::Table> tables;
+  Diagnostics diags;
+  for (const auto& s : scenarios) {
+    eval::Table t;
+    if (eval::load_table(dir + "/" + s.name + ".json", t, diags)) tables[s.name] = std::move(t);
+  }
+  if (diags.has_errors()) throw UsageError(diags.str());
+  for (const auto& t : a.tuners)
+    if (std::find(eval::tuner_names().begin(), eval::tuner_names().end(), t) == eval::tuner_names().end())
+      throw UsageError("unknown tuner '" + t + "'; use syspilot, random, optuna-tpe, optuna-cmaes or expert");
+  for (int b : a.budgets)
+    if (b < 1 || b > 1000) throw UsageError("--budgets: each budget must be 1..1000 runs, got " + std::to_string(b));
+  eval::CompareOptions o;
+  o.budgets = a.budgets;
+  o.seeds = a.seeds;
+  o.tuners = a.tuners;
+  o.live = a.live;
+  o.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  bool refresh = a.reanalyse;
+  auto guidance = [&](const eval::Scenario& s) {
+    Diagnostics d;
+    eval::Guidance g = eval::analyse(s, refresh, d);
+    d.print(std::cerr);
+    return g;
+  };
+  eval::Comparison c = eval::compare(scenarios, tables, o, guidance, diags);
+  diags.print(std::cerr);
+  if (!a.report.empty()) {
+    eval::write_report(c, a.report);
+    std::cerr << "report written to " << a.report << "\n";
+  }
+  std::cout << eval::summary_table(c);
+  return diags.has_errors() ? kFindings : kOk;
+}
+
+CommandRegistration reg(70, [](CLI::App& app, Context& ctx) {
+  auto args = std::make_shared<EvalArgs>();
+  auto* cmd = app.add_subcommand("eval", "Contention scenarios: measure their tables, compare tuners side by side");
+  cmd->add_flag("--measure", args->measure, "Measure (or resume measuring) the scenarios' tables into eval/data");
+  cmd->add_flag("--replay", args->replay, "Compare tuners by replaying the measured tables (the default)");
+  cmd->add_flag("--live", args->live, "Compare tuners with real trials (a spot check; slow)");
+  cmd->add_option("--scenario", args->scenarios, "Only these scenarios (repeatable)");
+  cmd->add_option("--budgets", args->budgets, "Budgets in runs")->delimiter(',');
+  cmd->add_option("--seeds", args->seeds, "Seeds per tuner")->check(CLI::Range(1, 1000));
+  cmd->add_option("--tuner", args->tuners, "Only these tuners (syspilot, random, optuna-tpe, optuna-cmaes, expert)");
+  cmd->add_option("--repeats", args->repeats, "With --measure: samples per configuration")->check(CLI::Range(1, 50));
+  cmd->add_option("--max-load", args->max_load, "With --measure: outside load (cores) above which a run is retried");
+  cmd->add_option("--report", args->report, "Write the Markdown report (SVG plots beside it)");
+  cmd->add_flag("--reanalyse", args->reanalyse, "Run the analysis stage again instead of using eval/data/*.analysis.json");
+  cmd->add_option("--data", args->data, "Folder of measured tables (default eval/data)");
+  cmd->add_option("--scenarios-dir", args->scenario_dir, "Folder of scenarios (default eval/scenarios)");
+  cmd->callback([args, &ctx] {
+    if (args->measure + args->replay + args->live > 1)
+      throw UsageError("choose one of --measure, --replay and --live");
+    ctx.exit_code = args->measure ? run_measure(*args) : run_compare(*args);
+  });
+});
+
+}  // namespace
+}  // namespace syspilot::cli

@@ -1,0 +1,179 @@
+// Tuners side by side: every tuner, every seed, the same budget accounting (tuner::tune) over
+// the same objective (a replayed table or live runs), recorded as best-so-far per run.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "eval/eval.h"
+
+namespace syspilot::eval {
+
+const std::vector<std::string>& tuner_names() {
+  static const std::vector<std::string> names = {"syspilot", "random", "optuna-tpe", "optuna-cmaes", "expert"};
+  return names;
+}
+
+namespace {
+
+// One session: the strategy's trials folded into best-so-far per run, scored against the
+// table's medians (the truth), not the noisy value the tuner saw.
+Session run_session(const Scenario& s, const Table* table, const std::string& tuner_name, std::uint64_t seed,
+                    int max_runs, bool live, const Guidance* guidance) {
+  Session out;
+  out.tuner = tuner_name;
+  out.seed = seed;
+  out.best_by_run.assign(max_runs, 0.0);
+  tuner::Space space = tuner_name == "expert" ? expert_space(s) : search_space(s);
+  tuner::StrategyContext ctx;
+  ctx.seed = seed;
+  ctx.machine = tuner::MachineFacts::detect();
+  if (table && table->machine.count("nproc")) ctx.machine.ncpus = ctx.machine.ncores = std::stoi(table->machine.at("nproc"));
+  if (tuner_name == "syspilot" && guidance) {
+    ctx.guides = guidance->guides;
+    out.profiling_runs = guidance->profiling_runs;
+  }
+  auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<tuner::Strategy> strategy;
+  try {
+    strategy = tuner::make_strategy(tuner_name == "expert" ? "grid" : tuner_name, space, ctx);
+  } catch (const std::exception& e) {
+    out.error = e.what();
+    return out;
+  }
+  // Distinct noise streams per tuner and seed, reproducible.
+  std::uint64_t stream = seed * 1000003u + std::hash<std::string>{}(tuner_name) % 1000003u;
+  std::unique_ptr<tuner::Objective> objective;
+  ReplayObjective* replay = nullptr;
+  if (live) {
+    objective = std::make_unique<LiveObjective>(s);
+  } else {
+    auto r = std::make_unique<ReplayObjective>(s, *table, stream);
+    replay = r.get();
+    objective = std::move(r);
+  }
+  tuner::TuneOptions opts;
+  opts.budget = std::max(0, max_runs - out.profiling_runs);
+  tuner::TuneResult res;
+  if (opts.budget > 0) res = tuner::tune(*strategy, *objective, opts);
+  double overhead = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double exhaustive = table ? table->best() : 0;
+  double default_s = 0;
+  if (table)
+    if (const Entry* d = table->find(normalise(s, {}))) default_s = d->median();
+  out.tuning_seconds = live ? overhead : overhead + (replay ? replay->simulated_seconds() : 0);
+  out.tuning_seconds += out.profiling_runs * default_s;
+  out.runs = out.profiling_runs + res.runs;
+  out.stop_reason = res.stop_reason;
+  out.trials = static_cast<int>(res.trials.size());
+  double incumbent = std::numeric_limits<double>::infinity();
+  double truth = 0;
+  int filled = 0;
+  for (const auto& t : res.trials) {
+    if (!t.m.ok) ++out.failed_trials;
+    int end = out.profiling_runs + t.runs_before + t.m.repeats;
+    for (; filled < std::min(end - 1, max_runs); ++filled) out.best_by_run[filled] = truth;
+    if (t.m.ok && t.m.value < incumbent) {
+      incumbent = t.m.value;
+      out.best = normalise(s, t.config);
+      const Entry* e = table ? table->find(out.best) : nullptr;
+      double truth_s = e && !e->samples.empty() ? e->median() : t.m.value;
+      truth = exhaustive > 0 ? truth_s / exhaustive : 0;
+    }
+  }
+  for (; filled < max_runs; ++filled) out.best_by_run[filled] = truth;
+  return out;
+}
+
+}  // namespace
+
+Comparison compare(const std::vector<Scenario>& scenarios, const std::map<std::string, Table>& tables,
+                   const CompareOptions& o, const GuidanceSource& guidance, Diagnostics& diags) {
+  Comparison c;
+  c.budgets = o.budgets;
+  std::sort(c.budgets.begin(), c.budgets.end());
+  c.seeds = o.seeds;
+  c.live = o.live;
+  int max_runs = c.budgets.empty() ? 0 : c.budgets.back();
+  std::vector<std::string> tuners = o.tuners.empty() ? tuner_names() : o.tuners;
+  std::string current = contracts_digest(corpus_dir());
+  std::set<std::string> digests;
+  for (const auto& s : scenarios) {
+    auto it = tables.find(s.name);
+    if (it == tables.end()) {
+      diags.error({s.name, 0, 0}, "no measured table for this scenario", "eval-no-table",
+                  "run scripts/eval-measure.sh first");
+      continue;
+    }
+    const Table& t = it->second;
+    digests.insert(t.contracts_digest);
+    if (c.machine.empty()) c.machine = t.machine;
+    ScenarioResult r;
+    r.scenario = s.name;
+    r.exhaustive_best = t.best();
+    if (const Entry* b = t.best_entry()) r.best_config = b->config;
+    if (const Entry* d = t.find(normalise(s, {}))) r.default_value = d->median();
+    r.configurations = t.entries.size();
+    r.noise = t.noise();
+    r.negative_control = s.negative_control;
+    Guidance g;
+    bool want_guides = std::find(tuners.begin(), tuners.end(), "syspilot") != tuners.end();
+    if (want_guides && guidance) g = guidance(s);
+    r.guides_note = g.note;
+    for (const auto& name : tuners) {
+      if (o.progress) o.progress(s.name + ": " + name);
+      for (int seed = 1; seed <= o.seeds; ++seed)
+        r.sessions.push_back(run_session(s, &t, name, static_cast<std::uint64_t>(seed), max_runs, o.live, &g));
+    }
+    c.scenarios.push_back(std::move(r));
+  }
+  if (digests.size() == 1) {
+    c.contracts_digest = *digests.begin();
+    if (c.contracts_digest != current)
+      c.digest_notes.push_back("the tables were measured with contracts digest " + c.contracts_digest.substr(0, 12) +
+                               ", the corpus now has " + current.substr(0, 12) +
+                               ": the corpus changed since; the measured spaces are unchanged");
+  } else if (digests.size() > 1) {
+    c.digest_notes.push_back("the tables disagree on the contracts digest: they were measured against different corpora");
+  }
+  return c;
+}
+
+namespace {
+std::vector<const Session*> sessions_of(const ScenarioResult& r, const std::string& tuner) {
+  std::vector<const Session*> out;
+  for (const auto& s : r.sessions)
+    if (s.tuner == tuner && s.error.empty()) out.push_back(&s);
+  return out;
+}
+constexpr double kNone = 1e9;  // a session with no successful trial yet
+}  // namespace
+
+double median_best(const ScenarioResult& r, const std::string& tuner, int budget) {
+  std::vector<double> v;
+  for (const Session* s : sessions_of(r, tuner)) {
+    if (budget < 1 || s->best_by_run.empty()) continue;
+    double b = s->best_by_run[std::min<size_t>(budget, s->best_by_run.size()) - 1];
+    v.push_back(b > 0 ? b : kNone);
+  }
+  return v.empty() ? 0 : tuner::median(v);
+}
+
+double median_runs_to_within(const ScenarioResult& r, const std::string& tuner, double within) {
+  std::vector<double> v;
+  for (const Session* s : sessions_of(r, tuner)) {
+    double runs = kNone;
+    for (size_t i = 0; i < s->best_by_run.size(); ++i)
+      if (s->best_by_run[i] > 0 && s->best_by_run[i] <= within) {
+        runs = static_cast<double>(i + 1);
+        break;
+      }
+    v.push_back(runs);
+  }
+  if (v.empty()) return -1;
+  double m = tuner::median(v);
+  return m >= kNone / 4 ? -1 : m;  // the median session never got there
+}
+
+}  // namespace syspilot::eval

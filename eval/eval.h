@@ -1,0 +1,247 @@
+// Public interface of the evaluation suite: contention scenarios, their measured tables
+// (exhaustive, interleaved, load-guarded), replay of trials from a table, tuners side by side
+// at equal budgets, and the Markdown/SVG report.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "lpcl/diagnostics.h"
+#include "tuner/search.h"
+
+namespace syspilot::eval {
+
+using tuner::Config;
+
+// One control of a scenario's measured space. A value "" means "not set" (the library's own
+// default); every other value is applied the way `kind` says.
+struct ControlSpec {
+  std::string name;
+  std::string library;              // contract name it belongs to
+  std::string kind = "env";         // env | api (through the eval preload shim) | preload (LD_PRELOAD a library)
+  std::vector<std::string> values;  // "" first when the unset state is part of the space
+};
+
+// A scenario as eval/scenarios/<name>/scenario.json describes it.
+struct Scenario {
+  std::string name;
+  std::string dir;                    // eval/scenarios/<name>
+  std::string program;                // file name under programs_dir()
+  std::vector<std::string> args;
+  std::vector<std::string> libraries; // contract names the application composes
+  Config user_default;                // what the user runs it with (the reference configuration)
+  std::vector<ControlSpec> space;
+  std::vector<std::string> expert;    // the hand-chosen subspace of the expert baseline
+  double timeout_s = 15;
+  bool negative_control = false;
+  std::string readme;                 // the README line: what a user wrote and why it contends
+};
+
+// eval/scenarios in the source tree (SYSPILOT_EVAL_SCENARIOS overrides).
+std::string scenarios_dir();
+// Where the build put the scenario programs and the API shim (SYSPILOT_EVAL_PROGRAMS overrides).
+std::string programs_dir();
+// eval/data in the source tree (SYSPILOT_EVAL_DATA overrides).
+std::string data_dir();
+
+// Reads every scenario.json under `dir`, sorted by name. Problems go to diags (file:line unknown).
+std::vector<Scenario> load_scenarios(const std::string& dir, Diagnostics& diags);
+
+// Every configuration of the scenario's space (cross product; "" values are left out of the
+// Config), in a fixed order. The user's default is one of them.
+std::vector<Config> enumerate(const Scenario& s);
+// Canonical form of a configuration for lookups: controls whose value is "" are dropped; the
+// user's default values fill controls the configuration does not name.
+Config normalise(const Scenario& s, const Config& c);
+
+// The search space the tuners get (explicit values only; "not set" is the default config).
+tuner::Space search_space(const Scenario& s);
+// The expert baseline's subspace: only the controls in Scenario::expert.
+tuner::Space expert_space(const Scenario& s);
+
+// What the child's environment becomes under `c`: variables to set and to unset.
+struct Environment {
+  std::map<std::string, std::string> set;
+  std::vector<std::string> unset;
+};
+Environment environment(const Scenario& s, const Config& c);
+
+// One configuration's measurements.
+struct Entry {
+  Config config;                     // normalised
+  std::vector<double> samples;       // wall seconds of the successful runs
+  std::vector<double> outside_load;  // cores of outside load during each kept run
+  int failures = 0;
+  std::string failure;               // last failure reason ("" when none)
+  int discarded = 0;                 // runs thrown away by the load guard
+  double median() const;             // 0 when no sample
+  bool failed() const { return samples.empty() && failures > 0; }
+};
+
+// A measured table: the whole space of one scenario on one machine.
+struct Table {
+  std::string scenario;
+  std::map<std::string, std::string> machine;  // nproc, model name, kernel, OPENBLAS_* inherited, ...
+  std::string contracts_digest;                // sha256 of the corpus contracts used
+  std::vector<std::string> contracts;          // the contract files the digest covers
+  std::string measured_at;                     // UTC, last update
+  int repeats = 0;                             // target samples per configuration
+  double max_load = 0.3;                       // load guard threshold (cores)
+  std::vector<Entry> entries;
+
+  const Entry* find(const Config& normalised) const;
+  Entry* find(const Config& normalised);
+  // Lowest median over the successful entries (0 when none) and its entry.
+  double best() const;
+  const Entry* best_entry() const;
+  // Relative noise: median over entries of relative_spread(samples).
+  double noise() const;
+  bool complete() const;  // every entry has `repeats` samples or has failed
+};
+
+bool load_table(const std::string& path, Table& t, Diagnostics& diags);
+// Writes atomically (temporary file + rename) so that an interrupted measurement loses nothing.
+void save_table(const std::string& path, const Table& t);
+
+// The machine description stored with every table.
+std::map<std::string, std::string> describe_machine();
+// sha256 over the contract files (sorted by name; name and content); files listed in `files`.
+std::string contracts_digest(const std::string& corpus_dir, std::vector<std::string>* files = nullptr);
+std::string corpus_dir();
+
+// Outside load guard: CPU busy time of the whole machine from /proc/stat.
+double machine_busy_seconds();
+
+struct MeasureOptions {
+  int repeats = 3;
+  double max_load = 0.3;    // discard a run taken while outside load exceeded this (cores)
+  int load_retries = 2;     // then keep the run and record the load it saw
+  std::uint64_t seed = 1;   // order of the interleaved rounds
+  std::function<void(const std::string&)> progress;
+};
+
+// One run of the scenario under `c` (fresh process, timeout), with the outside load seen.
+struct Run {
+  bool ok = false;
+  std::string failure;
+  double wall_s = 0;
+  double outside_load = 0;  // cores busy with other work meanwhile
+};
+Run run_once(const Scenario& s, const Config& c);
+
+// Measures (or resumes measuring) the scenario's whole space into `path`: interleaved rounds,
+// each configuration once per round in a shuffled order, the table saved after every round.
+Table measure(const Scenario& s, const std::string& path, const MeasureOptions& o, Diagnostics& diags);
+
+// Answers a trial from a measured table: one of that configuration's measured samples, drawn
+// by a seeded generator, so replayed noise is the measured noise. Configurations outside the
+// table fail with a clear reason.
+class ReplayObjective : public tuner::Objective {
+ public:
+  ReplayObjective(const Scenario& s, const Table& t, std::uint64_t seed);
+  tuner::Measurement evaluate(const Config& c) override;
+  double simulated_seconds() const { return simulated_s_; }
+
+ private:
+  const Scenario& scenario_;
+  const Table& table_;
+  std::mt19937_64 rng_;
+  double simulated_s_ = 0;
+};
+
+// Runs real trials of a scenario (live mode).
+class LiveObjective : public tuner::Objective {
+ public:
+  explicit LiveObjective(const Scenario& s) : scenario_(s) {}
+  tuner::Measurement evaluate(const Config& c) override;
+
+ private:
+  const Scenario& scenario_;
+};
+
+// ---- tuners side by side -------------------------------------------------------------------
+
+// The tuners compared: syspilot, random, optuna-tpe, optuna-cmaes, expert.
+const std::vector<std::string>& tuner_names();
+
+struct CompareOptions {
+  std::vector<int> budgets = {5, 10, 20, 50};
+  int seeds = 20;
+  std::vector<std::string> tuners;  // empty: all
+  bool live = false;                // real trials instead of replay (spot check)
+  std::function<void(const std::string&)> progress;
+};
+
+// One tuning session (a tuner, a seed) on one scenario.
+struct Session {
+  std::string tuner;
+  std::uint64_t seed = 0;
+  std::vector<double> best_by_run;  // index r: true (table) median of the incumbent after r+1 runs, / exhaustive best; 0 = none yet
+  int runs = 0;                     // runs spent (profiling included)
+  int profiling_runs = 0;           // runs spent before the search (analysis)
+  int failed_trials = 0;
+  int trials = 0;
+  double tuning_seconds = 0;        // application time (measured or replayed) + tuner overhead
+  std::string stop_reason;
+  std::string error;                // the tuner could not run ("" when it did)
+  Config best;
+};
+
+struct ScenarioResult {
+  std::string scenario;
+  double exhaustive_best = 0;       // seconds
+  double default_value = 0;         // seconds, the user's default
+  Config best_config;
+  std::size_t configurations = 0;
+  double noise = 0;
+  bool negative_control = false;
+  std::string guides_note;          // what the analysis gave the syspilot tuner
+  std::vector<Session> sessions;
+};
+
+struct Comparison {
+  std::vector<int> budgets;
+  int seeds = 0;
+  bool live = false;
+  std::string contracts_digest;     // shared by every table ("" when they disagree)
+  std::vector<std::string> digest_notes;
+  std::map<std::string, std::string> machine;
+  std::vector<ScenarioResult> scenarios;
+};
+
+// Contract-derived guidance for the syspilot tuner on one scenario (from the analysis stage
+// when it is available), and the runs that analysis spent.
+struct Guidance {
+  std::vector<tuner::Guide> guides;
+  int profiling_runs = 0;
+  std::string note;
+};
+using GuidanceSource = std::function<Guidance(const Scenario&)>;
+
+// The analysis stage on a scenario (composition from its binary and source, hypotheses from
+// the corpus, a profile of the user's default): the confirmed hypotheses as guides, limited to
+// the measured space, and the runs the profile spent. Kept in eval/data/<name>.analysis.json so
+// that replays are reproducible; `refresh` analyses again (live runs).
+Guidance analyse(const Scenario& s, bool refresh, Diagnostics& diags);
+
+Comparison compare(const std::vector<Scenario>& scenarios, const std::map<std::string, Table>& tables,
+                   const CompareOptions& o, const GuidanceSource& guidance, Diagnostics& diags);
+
+// ---- metrics and report ----------------------------------------------------------------------
+
+// Median over seeds of the best found (relative to the exhaustive best, >= 1) within `budget` runs.
+double median_best(const ScenarioResult& r, const std::string& tuner, int budget);
+// Median over seeds of the runs needed to come within 5% of the exhaustive best (-1: not reached by median).
+double median_runs_to_within(const ScenarioResult& r, const std::string& tuner, double within = 1.05);
+
+// The summary table (Markdown) printed by `syspilot eval`.
+std::string summary_table(const Comparison& c);
+// The whole report; SVG plots are written beside it (`<report stem>-<scenario>.svg`).
+std::string write_report(const Comparison& c, const std::string& path);
+// Best-so-far vs runs, median and spread (quartiles) over seeds, one line per tuner.
+std::string convergence_svg(const ScenarioResult& r, const std::vector<std::string>& tuners, int max_runs);
+
+}  // namespace syspilot::eval

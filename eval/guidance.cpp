@@ -1,0 +1,107 @@
+// What the analysis stage tells the syspilot tuner about a scenario: run once live (its
+// profiling runs are charged to syspilot's budget) and kept beside the measured table.
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "eval/eval.h"
+#include "tuner/analyze.h"
+#include "tuner/session.h"
+
+namespace syspilot::eval {
+
+namespace {
+// The analysis stage, when the tuner library has it (SYSPILOT_EVAL_HAVE_ANALYSIS).
+bool analyse_live(const Scenario& s, Guidance& g, Diagnostics& diags);
+}  // namespace
+
+Guidance analyse(const Scenario& s, bool refresh, Diagnostics& diags) {
+  std::string path = data_dir() + "/" + s.name + ".analysis.json";
+  Guidance g;
+  if (!refresh && std::filesystem::exists(path)) {
+    std::ifstream in(path);
+    auto j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_object()) {
+      g.guides = tuner::guides_from_json(j.value("guides", nlohmann::json::array()).dump());
+      g.profiling_runs = j.value("profiling_runs", 0);
+      g.note = j.value("note", "");
+      return g;
+    }
+    diags.warning({path, 0, 0}, "unreadable analysis; analysing again", "eval-bad-analysis");
+  }
+  if (!analyse_live(s, g, diags)) return g;
+  nlohmann::json j;
+  j["scenario"] = s.name;
+  j["guides"] = nlohmann::json::parse(tuner::guides_to_json(g.guides));
+  j["profiling_runs"] = g.profiling_runs;
+  j["note"] = g.note;
+  j["contracts_digest"] = contracts_digest(corpus_dir());
+  std::filesystem::create_directories(data_dir());
+  std::ofstream(path) << j.dump(1) << "\n";
+  return g;
+}
+
+namespace {
+#if SYSPILOT_EVAL_HAVE_ANALYSIS
+bool analyse_live(const Scenario& s, Guidance& g, Diagnostics& diags) {
+  Environment env = environment(s, {});
+  tuner::AnalyzeOptions opts;
+  opts.compose.binary = programs_dir() + "/" + s.program;
+  opts.compose.source_dir = s.dir;
+  opts.compose.contract_dirs = {corpus_dir()};
+  opts.compose.env = env.set;
+  opts.profile.run.argv.push_back(opts.compose.binary);
+  opts.profile.run.argv.insert(opts.profile.run.argv.end(), s.args.begin(), s.args.end());
+  opts.profile.run.env_set = env.set;
+  opts.profile.run.env_unset = env.unset;
+  opts.profile.run.timeout_s = s.timeout_s;
+  tuner::Analysis a = tuner::analyze(opts);
+  for (const auto& d : a.diagnostics.items())
+    if (d.severity == Severity::Error) diags.add(d);
+  g.profiling_runs = static_cast<int>(a.profile.default_runs.size());
+  for (const auto& p : a.profile.probes) g.profiling_runs += static_cast<int>(p.runs.size());
+  // The search can only act on controls the table measured; others stay at the default.
+  std::set<std::string> measured;
+  for (const auto& c : s.space) measured.insert(c.name);
+  std::set<std::string> dropped;
+  for (auto guide : tuner::guides(a.hypotheses)) {
+    std::vector<std::string> keep;
+    for (const auto& c : guide.controls)
+      (measured.count(c) ? keep.push_back(c) : (void)dropped.insert(c));
+    guide.controls = keep;
+    std::vector<Config> remedies;
+    for (auto r : guide.remedies) {
+      for (auto it = r.begin(); it != r.end();) it = measured.count(it->first) ? std::next(it) : r.erase(it);
+      if (!r.empty()) remedies.push_back(r);
+    }
+    guide.remedies = remedies;
+    if (!guide.controls.empty()) g.guides.push_back(guide);
+  }
+  std::ostringstream note;
+  int confirmed = 0;
+  std::set<std::string> kinds;
+  for (const auto& h : a.hypotheses)
+    if (h.verdict == tuner::Verdict::Confirmed) ++confirmed, kinds.insert(h.kind);
+  note << a.composition.contracts.size() << " contracts composed, " << a.hypotheses.size() << " hypotheses, "
+       << confirmed << " confirmed (";
+  for (const auto& k : kinds) note << (k == *kinds.begin() ? "" : ", ") << k;
+  note << "); " << g.guides.size() << " guides over the measured controls; " << g.profiling_runs
+       << " profiling runs charged to the budget";
+  if (!dropped.empty()) {
+    note << "; controls outside the measured space left at their defaults:";
+    for (const auto& d : dropped) note << " " << d;
+  }
+  g.note = note.str() + ".";
+  return true;
+}
+#else
+bool analyse_live(const Scenario& s, Guidance& g, Diagnostics& diags) {
+  g.note = "the analysis stage is not built: syspilot searched without guides";
+  return false;
+}
+#endif
+}  // namespace
+
+}  // namespace syspilot::eval

@@ -1,0 +1,154 @@
+// Scenarios: reading eval/scenarios/*/scenario.json, their configuration spaces, the tuners'
+// view of those spaces, and the child environment a configuration becomes.
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "eval/eval.h"
+
+namespace syspilot::eval {
+
+namespace fs = std::filesystem;
+
+namespace {
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : fallback;
+}
+
+bool numeric(const std::string& s) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  std::strtod(s.c_str(), &end);
+  return *end == 0;
+}
+}  // namespace
+
+std::string scenarios_dir() { return env_or("SYSPILOT_EVAL_SCENARIOS", std::string(SYSPILOT_SOURCE_DIR) + "/eval/scenarios"); }
+std::string programs_dir() { return env_or("SYSPILOT_EVAL_PROGRAMS", SYSPILOT_EVAL_PROGRAMS_DIR); }
+std::string data_dir() { return env_or("SYSPILOT_EVAL_DATA", std::string(SYSPILOT_SOURCE_DIR) + "/eval/data"); }
+std::string corpus_dir() { return env_or("SYSPILOT_CORPUS_DIR", std::string(SYSPILOT_SOURCE_DIR) + "/corpus"); }
+
+std::vector<Scenario> load_scenarios(const std::string& dir, Diagnostics& diags) {
+  std::vector<Scenario> out;
+  std::error_code ec;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (fs::exists(e.path() / "scenario.json")) files.push_back(e.path() / "scenario.json");
+  if (ec) {
+    diags.error({dir, 0, 0}, "cannot read the scenarios folder: " + ec.message(), "eval-scenarios",
+                "pass --scenarios DIR or set SYSPILOT_EVAL_SCENARIOS");
+    return out;
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+      diags.error({f.string(), 0, 0}, "not a JSON object", "eval-scenario-json", "fix the file's syntax");
+      continue;
+    }
+    try {
+      Scenario s;
+      s.name = j.at("name").get<std::string>();
+      s.dir = f.parent_path().string();
+      s.program = j.at("program").get<std::string>();
+      s.args = j.value("args", std::vector<std::string>{});
+      s.libraries = j.value("libraries", std::vector<std::string>{});
+      s.user_default = j.value("default", Config{});
+      for (const auto& c : j.at("space")) {
+        ControlSpec cs{c.at("control"), c.value("library", ""), c.value("kind", "env"), c.at("values")};
+        if (cs.values.empty() || (cs.kind != "env" && cs.kind != "api" && cs.kind != "preload"))
+          throw std::invalid_argument("control " + cs.name + ": needs values and kind env|api|preload");
+        s.space.push_back(std::move(cs));
+      }
+      s.expert = j.value("expert", std::vector<std::string>{});
+      s.timeout_s = j.value("timeout_s", 15.0);
+      s.negative_control = j.value("negative_control", false);
+      std::ifstream readme(f.parent_path() / "README.md");
+      std::string line;
+      while (std::getline(readme, line))
+        if (!line.empty() && line[0] != '#') s.readme += (s.readme.empty() ? "" : " ") + line;
+      out.push_back(std::move(s));
+    } catch (const std::exception& e) {
+      diags.error({f.string(), 0, 0}, std::string("bad scenario: ") + e.what(), "eval-scenario-json",
+                  "see docs/eval.md for the scenario.json fields");
+    }
+  }
+  return out;
+}
+
+std::vector<Config> enumerate(const Scenario& s) {
+  std::vector<Config> out{Config{}};
+  for (const auto& c : s.space) {
+    std::vector<Config> next;
+    for (const auto& base : out)
+      for (const auto& v : c.values) {
+        Config x = base;
+        x[c.name] = v;
+        next.push_back(std::move(x));
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
+Config normalise(const Scenario& s, const Config& c) {
+  Config out = s.user_default;
+  for (const auto& [k, v] : c) out[k] = v;
+  for (auto it = out.begin(); it != out.end();) it = it->second.empty() ? out.erase(it) : std::next(it);
+  return out;
+}
+
+namespace {
+tuner::Space space_of(const Scenario& s, const std::vector<std::string>* only) {
+  tuner::Space space;
+  for (const auto& c : s.space) {
+    if (only && std::find(only->begin(), only->end(), c.name) == only->end()) continue;
+    tuner::Param p;
+    p.name = c.name;
+    p.library = c.library;
+    p.kind = c.kind == "api" ? tuner::Param::Kind::Api : tuner::Param::Kind::Env;
+    for (const auto& v : c.values)
+      if (!v.empty()) p.values.push_back(v);
+    auto d = s.user_default.find(c.name);
+    p.default_value = d == s.user_default.end() ? "" : d->second;
+    p.numeric = std::all_of(p.values.begin(), p.values.end(), numeric);
+    space.params.push_back(std::move(p));
+  }
+  return space;
+}
+}  // namespace
+
+tuner::Space search_space(const Scenario& s) { return space_of(s, nullptr); }
+tuner::Space expert_space(const Scenario& s) { return space_of(s, &s.expert); }
+
+Environment environment(const Scenario& s, const Config& c) {
+  Environment env;
+  Config n = normalise(s, c);
+  std::string preload;
+  bool shim = false;
+  auto prepend = [&](const std::string& lib) { preload = preload.empty() ? lib : lib + ":" + preload; };
+  for (const auto& cs : s.space) {
+    auto it = n.find(cs.name);
+    std::string var = cs.kind == "api" ? "SYSPILOT_API_" + cs.name : cs.name;
+    if (cs.kind == "preload") continue;
+    if (it == n.end()) {
+      env.unset.push_back(var);
+    } else {
+      env.set[var] = it->second;
+      shim = shim || cs.kind == "api";
+    }
+  }
+  if (shim) prepend(programs_dir() + "/libsyspilot_api_shim.so");
+  for (const auto& cs : s.space)
+    if (cs.kind == "preload" && n.count(cs.name)) prepend(n.at(cs.name));
+  if (preload.empty()) env.unset.push_back("LD_PRELOAD");
+  else env.set["LD_PRELOAD"] = preload;
+  return env;
+}
+
+}  // namespace syspilot::eval
