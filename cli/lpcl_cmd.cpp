@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -53,9 +54,19 @@ void write_atomically(const std::string& path, const std::string& text) {
 }
 
 // Parses FILE; on a syntax or input error prints the diagnostics and throws exit 2.
-lpcl::Document parse_or_fail(const std::string& path) {
+// `text`, when given, receives the input (stdin can be read only once).
+lpcl::Document parse_or_fail(const std::string& path, std::string* text = nullptr) {
   Diagnostics d;
-  lpcl::Document doc = lpcl::parse_file(path, d);
+  lpcl::Document doc;
+  if (text) {
+    std::error_code ec;
+    if (path != "-" && std::filesystem::file_size(path, ec) > (64u << 20) && !ec)
+      throw UsageError("'" + path + "' is larger than 64 MiB; LPCL files are limited to 64 MiB");
+    *text = read_all(path);
+    doc = lpcl::parse(*text, path == "-" ? "<stdin>" : path, d);
+  } else {
+    doc = lpcl::parse_file(path, d);
+  }
   if (d.has_errors()) {
     d.print(std::cerr);
     throw UsageError("'" + path + "' has errors; nothing was done");
@@ -99,8 +110,8 @@ void register_fmt(CLI::App& app, Context& ctx) {
   cmd->callback([files, check, write, &ctx] {
     for (auto& f : *files) {
       if (*write && f == "-") throw UsageError("-w cannot rewrite stdin");
-      std::string original = read_all(f);
-      std::string formatted = lpcl::format(parse_or_fail(f));
+      std::string original;
+      std::string formatted = lpcl::format(parse_or_fail(f, &original));
       if (*check) {
         if (formatted != original) {
           std::cerr << f << ": not in canonical form (run: syspilot fmt -w " << f << ")\n";

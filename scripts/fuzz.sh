@@ -10,17 +10,17 @@ if ! command -v clang++-16 >/dev/null 2>&1 || ! command -v clang-16 >/dev/null 2
   exit 0
 fi
 build=${FUZZ_BUILD_DIR:-"$here/build-fuzz"}
-grammars="$here/build/grammars"
 san="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"
-CC=clang-16 CXX=clang++-16 cmake -S "$here" -B "$build" -G Ninja -DSYSPILOT_FUZZ=ON -DSYSPILOT_TESTS=OFF \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS="$san" -DCMAKE_CXX_FLAGS="$san" \
-  -DSYSPILOT_GRAMMAR_DIR="$grammars" >"$build.configure.log" 2>&1 || { cat "$build.configure.log" >&2; exit 1; }
+# fuzz/ is configured as a project of its own: only lpcl builds with clang and sanitizers.
+mkdir -p "$build"
+CC=clang-16 CXX=clang++-16 cmake -S "$here/fuzz" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS="$san" >"$build/configure.log" 2>&1 || { cat "$build/configure.log" >&2; exit 1; }
 nice cmake --build "$build" --target lpcl_fuzz -j"${FUZZ_JOBS:-1}" >/dev/null
 corpus="$build/corpus"
 mkdir -p "$corpus" "$build/crashes"
 log="$build/fuzz-last.log"
 set +e
-UBSAN_OPTIONS=halt_on_error=1 nice "$build/fuzz/lpcl_fuzz" -max_total_time="$secs" -max_len=4096 -timeout=10 \
+UBSAN_OPTIONS=halt_on_error=1 nice "$build/lpcl_fuzz" -max_total_time="$secs" -max_len=4096 -timeout=10 \
   -rss_limit_mb=2048 -dict="$here/fuzz/lpcl.dict" -artifact_prefix="$build/crashes/" -print_final_stats=1 \
   "$corpus" "$here/docs/examples" >"$log" 2>&1
 rc=$?
@@ -29,6 +29,6 @@ execs=$(awk '/stat::number_of_executed_units/{print $2}' "$log")
 echo "fuzz: ${secs}s, ${execs:-0} executions, exit $rc, corpus $(ls "$corpus" | wc -l) inputs (log: $log)"
 if [ $rc -ne 0 ]; then
   grep -E "ERROR|property broken|SUMMARY" "$log" | head -20 >&2
-  echo "fuzz: FAILED; reproduce with: $build/fuzz/lpcl_fuzz $build/crashes/<file>" >&2
+  echo "fuzz: FAILED; reproduce with: $build/lpcl_fuzz $build/crashes/<file>" >&2
 fi
 exit $rc
