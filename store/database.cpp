@@ -257,7 +257,38 @@ std::string hint_for(int code) {
       return {};
   }
 }
+
+// "file:" URI of `path` opened as immutable (no locking, no -shm), percent-encoding what a
+// URI would otherwise read as syntax.
+std::string immutable_uri(const std::string& path) {
+  std::string uri = "file:";
+  for (unsigned char c : path) {
+    if (c == '%' || c == '?' || c == '#' || c < 0x20) {
+      static const char* hex = "0123456789ABCDEF";
+      uri += '%';
+      uri += hex[c >> 4];
+      uri += hex[c & 15];
+    } else {
+      uri += static_cast<char>(c);
+    }
+  }
+  return uri + "?immutable=1";
+}
 }  // namespace
+
+void Database::open_connection(const std::string& target, int flags, int busy_timeout_ms) {
+  int rc = sqlite3_open_v2(target.c_str(), &db_, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = path_ + ": cannot open the database: " +
+                      (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
+    std::string hint = hint_for(rc);
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw StoreError(msg + (hint.empty() ? "" : ". " + hint));
+  }
+  sqlite3_extended_result_codes(db_, 1);
+  sqlite3_busy_timeout(db_, busy_timeout_ms);
+}
 
 void Database::fail(std::string_view what) const {
   int code = db_ ? sqlite3_extended_errcode(db_) : SQLITE_CANTOPEN;
@@ -292,20 +323,23 @@ Database::Database(const std::string& path, OpenOptions opts) : path_(path) {
   read_only_ = opts.read_only || (exists && ::access(path.c_str(), W_OK) != 0);
   int flags = (read_only_ ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
               SQLITE_OPEN_NOMUTEX;
-  int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
-  if (rc != SQLITE_OK) {
-    std::string msg = path + ": cannot open the database: " +
-                      (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
-    std::string hint = hint_for(rc);
-    sqlite3_close(db_);
-    db_ = nullptr;
-    throw StoreError(msg + (hint.empty() ? "" : ". " + hint));
-  }
+  open_connection(path, flags, opts.busy_timeout_ms);
   try {
-    sqlite3_extended_result_codes(db_, 1);
-    sqlite3_busy_timeout(db_, opts.busy_timeout_ms);
     // Reading the header catches "not a database" and header corruption before anything else.
-    int user_version = static_cast<int>(query_int("PRAGMA user_version").value_or(0));
+    int user_version = 0;
+    try {
+      user_version = static_cast<int>(query_int("PRAGMA user_version").value_or(0));
+    } catch (const StoreError&) {
+      // A reader of a WAL file must create FILE-shm; in a folder it cannot write, SQLite
+      // refuses even to read. With no FILE-wal the main file holds every committed
+      // transaction, so it can be read as immutable instead.
+      int code = sqlite3_extended_errcode(db_);
+      if (!read_only_ || (code & 0xff) != SQLITE_READONLY || fs::exists(path + "-wal", ec)) throw;
+      sqlite3_close_v2(db_);
+      db_ = nullptr;
+      open_connection(immutable_uri(path), flags | SQLITE_OPEN_URI, opts.busy_timeout_ms);
+      user_version = static_cast<int>(query_int("PRAGMA user_version").value_or(0));
+    }
     if (user_version > kFormat)
       throw StoreError(path + ": written by a newer syspilot (store format " +
                        std::to_string(user_version) + ", this binary knows " +

@@ -174,6 +174,7 @@ class Database {
   [[noreturn]] void fail(std::string_view what) const;
 
  private:
+  void open_connection(const std::string& target, int flags, int busy_timeout_ms);
   sqlite3* db_ = nullptr;
   std::string path_;
   bool read_only_ = false;
