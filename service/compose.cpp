@@ -1,0 +1,75 @@
+// Name-only composition for the API: validates the request, composes the named libraries'
+// contracts (store first, then the corpus) and applies the hypothesis rules.
+#include "service/compose.h"
+
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "service/json_forms.h"
+#include "tuner/analyze.h"
+
+using nlohmann::json;
+
+namespace syspilot::service {
+
+namespace {
+bool pairs(const json& body, const char* key, std::vector<std::pair<std::string, std::string>>& out,
+           ComposeAnswer& a) {
+  if (!body.contains(key)) return true;
+  const json& v = body[key];
+  if (!v.is_array() || v.size() > 256) {
+    a = {400, "bad-request", std::string("'") + key + "' must be an array of {\"outer\", \"inner\"} pairs", ""};
+    return false;
+  }
+  for (auto& p : v) {
+    if (p.is_object() && p.contains("outer") && p.contains("inner") && p["outer"].is_string() &&
+        p["inner"].is_string()) {
+      out.emplace_back(p["outer"], p["inner"]);
+    } else if (p.is_array() && p.size() == 2 && p[0].is_string() && p[1].is_string()) {
+      out.emplace_back(p[0], p[1]);
+    } else {
+      a = {400, "bad-request", std::string("each item of '") + key + "' must be {\"outer\", \"inner\"} or [outer, inner]",
+           "for example {\"outer\": \"libgomp\", \"inner\": \"openblas\"}"};
+      return false;
+    }
+  }
+  return true;
+}
+}  // namespace
+
+ComposeAnswer compose_hypotheses(const json& body, const std::string& db_path, json& out) {
+  ComposeAnswer a;
+  static const std::regex name_re("^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$");
+  if (!body.contains("libraries") || !body["libraries"].is_array() || body["libraries"].empty() ||
+      body["libraries"].size() > 64) {
+    return {400, "bad-request", "'libraries' must be a non-empty array of library names (at most 64)",
+            "for example {\"libraries\": [\"openblas\", \"libgomp\"]}"};
+  }
+  tuner::NamedComposition req;
+  for (auto& l : body["libraries"]) {
+    if (!l.is_string() || !std::regex_match(l.get<std::string>(), name_re))
+      return {400, "bad-library", "invalid library name in 'libraries': " + l.dump().substr(0, 100),
+              "letters, digits and . _ + -"};
+    req.libraries.push_back(l);
+  }
+  if (!pairs(body, "nesting", req.nested, a) || !pairs(body, "co_run", req.co_run, a)) return a;
+  for (auto* list : {&req.nested, &req.co_run})
+    for (auto& [outer, inner] : *list)
+      for (const std::string* n : {&outer, &inner})
+        if (*n != "app-threads" && std::find(req.libraries.begin(), req.libraries.end(), *n) == req.libraries.end())
+          return {400, "bad-request", "'" + *n + "' is used in a relation but not listed in 'libraries'",
+                  "list every library of the composition in 'libraries'"};
+  req.store_path = db_path;
+  Diagnostics diags;
+  tuner::Composition comp = tuner::compose_named(req, diags);
+  if (comp.contracts.empty())
+    return {404, "unknown-library", "no contract found for any of the named libraries",
+            "store contracts first (POST /v1/synthesize) or use names from GET /v1/libraries"};
+  std::vector<tuner::Hypothesis> hs = tuner::hypothesize(comp, diags);
+  json hyps = json::array();
+  for (auto& h : hs) hyps.push_back(tuner::to_json(h));
+  out = {{"composition", tuner::to_json(comp)}, {"hypotheses", hyps}, {"diagnostics", to_json(diags)}};
+  return a;
+}
+
+}  // namespace syspilot::service

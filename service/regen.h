@@ -1,0 +1,118 @@
+// Regeneration from upstream releases: the tracked-libraries configuration, release feeds
+// (git tags, Debian source packages across suites, directories, tarballs), and building one
+// release (fetch, extract, synthesize, validate, store, semantic diff against the previous
+// version) with content-addressed caches so that an unchanged input costs no extraction and
+// no LLM call.
+#pragma once
+#include <functional>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lpcl/diagnostics.h"
+#include "lpcl/lpcl.h"
+#include "service/sources.h"
+#include "synth/synth.h"
+
+namespace syspilot::store { class Store; }
+
+namespace syspilot::service {
+
+// One release feed of a tracked library (see docs/service.md for the file format).
+struct Feed {
+  enum class Kind { Git, DebianSource, Dir, Tarball };
+  Kind kind = Kind::Git;
+  std::string url;                     // Git
+  std::string tag_pattern;             // Git: ECMAScript regex; group 1 (else the tag) is the version
+  std::string package;                 // DebianSource
+  std::vector<std::string> suites;     // DebianSource: default bookworm, trixie, sid
+  std::string path;                    // Dir: a folder of release folders
+  std::string pattern;                 // Dir: regex on folder names; group 1 is the version
+  std::vector<std::pair<std::string, SourceSpec>> releases;  // Tarball/Dir: explicit version -> source
+  std::vector<std::string> only_versions;  // keep only these versions (empty: all)
+};
+
+struct TrackedLibrary {
+  std::string name;
+  std::vector<Feed> feeds;
+};
+
+struct RegenConfig {
+  std::string file;                    // where it was read from (relative paths resolve against it)
+  std::string db_path;                 // "store"; the CLI's --db overrides
+  std::string work_dir;                // fetched sources; default: <config dir>/.syspilot-work
+  std::vector<std::string> source_roots;
+  std::optional<synth::LlmConfig> llm; // "llm": {"url", "model", "api_key_env"}; absent: offline drafter
+  std::string changelog;               // where `syspilot regen` writes the Markdown changelog (optional)
+  std::vector<TrackedLibrary> libraries;
+};
+
+bool load_regen_config(const std::string& path, RegenConfig& out, Diagnostics& diags);
+bool parse_regen_config(const nlohmann::json& j, const std::string& file, RegenConfig& out, Diagnostics& diags);
+
+SourcePolicy policy_of(const RegenConfig& cfg);
+
+struct Release {
+  std::string version;  // the contract version ("0.3.21")
+  SourceSpec source;
+  std::string label;    // "openblas=0.3.21+ds-4", "v1.2.0"
+};
+
+// Every release the feeds offer, ascending by version; for a version offered twice, the first
+// feed wins (and for Debian, the highest revision of the same upstream version).
+bool list_releases(const TrackedLibrary& lib, const SourcePolicy& policy, std::vector<Release>& out,
+                   Diagnostics& diags);
+
+// "0.3.21+ds-4" -> "0.3.21", "1:2.5-1" -> "2.5", "1.5.4+dfsg2-5" -> "1.5.4".
+std::string upstream_version(const std::string& debian_version);
+
+struct ReleaseRequest {
+  std::string library;
+  std::string version;
+  SourceSpec source;
+  std::optional<synth::LlmConfig> llm;
+  bool force = false;  // rebuild even when the same input built the stored contract
+};
+
+struct ReleaseOutcome {
+  std::string library, version;
+  std::string status;          // stored | unchanged | failed | cancelled
+  std::string source;          // what was fetched, in words
+  std::string input_digest;    // content address of the input
+  bool input_cached = false;   // same input already built this version: nothing redone
+  bool facts_cached = false;   // facts reused: no extraction
+  std::string contract_digest;
+  int revision = 0;
+  bool converged = false;
+  std::string drafter;
+  int llm_calls = 0, llm_cached = 0, prompt_tokens = 0, completion_tokens = 0;
+  std::string previous_version;  // empty when this is the first version stored
+  lpcl::ContractDiff diff;       // against previous_version
+  Diagnostics diags;
+  double seconds = 0;
+};
+nlohmann::json to_json(const ReleaseOutcome& o);
+
+using StageProgress = std::function<void(const std::string& stage, double fraction, const std::string& line)>;
+
+// Fetch, extract (or reuse facts), synthesize (the store caches LLM answers), store, diff.
+ReleaseOutcome build_release(store::Store& store, const SourcePolicy& policy, const ReleaseRequest& req,
+                             const std::function<bool()>& cancelled = {}, const StageProgress& progress = {});
+
+struct RegenReport {
+  std::vector<ReleaseOutcome> outcomes;
+  std::vector<std::string> up_to_date;  // libraries with no new release
+  Diagnostics diags;                    // feed and config problems
+  bool failed() const;
+  std::string summary() const;          // a few lines for a terminal or a cron mail
+  std::string changelog_markdown() const;
+};
+nlohmann::json to_json(const RegenReport& r);
+
+// For each tracked library (or only `library`), every release not yet in the store, in
+// ascending version order, each diffed against the version before it.
+RegenReport regenerate(store::Store& store, const RegenConfig& cfg, const std::string& library = {},
+                       const std::function<bool()>& cancelled = {}, const StageProgress& progress = {});
+
+}  // namespace syspilot::service

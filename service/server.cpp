@@ -1,0 +1,757 @@
+// The HTTP API: routes, authentication, limits, errors, metrics, and the lifecycle of the
+// service (listener, job workers, the regeneration timer, graceful shutdown).
+#include <httplib.h>
+#include <signal.h>
+
+#include <condition_variable>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "lpcl/lpcl.h"
+#include "service/compose.h"
+#include "service/jobs.h"
+#include "service/json_forms.h"
+#include "service/metrics.h"
+#include "service/regen.h"
+#include "service/schema.h"
+#include "service/service.h"
+#include "service/sources.h"
+#include "store/store.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace syspilot::service {
+
+namespace {
+
+thread_local std::string t_route;  // set by the matched route, read by the logger
+thread_local std::chrono::steady_clock::time_point t_start;
+
+const std::regex kNameRe("^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$");
+const std::regex kVersionRe("^[A-Za-z0-9][A-Za-z0-9._+~:-]{0,127}$");
+const std::regex kJobRe("^job_[0-9a-f]{1,64}$");
+
+void send_error(httplib::Response& res, int status, const std::string& code, const std::string& message,
+                const std::string& hint = {}, const json& diagnostics = nullptr) {
+  json e = {{"code", code}, {"message", message}};
+  if (!hint.empty()) e["hint"] = hint;
+  if (!diagnostics.is_null()) e["diagnostics"] = diagnostics;
+  res.status = status;
+  res.set_content(json{{"error", e}}.dump(), "application/json");
+}
+
+void send_json(httplib::Response& res, int status, const json& j) {
+  res.status = status;
+  res.set_content(j.dump(), "application/json");
+}
+
+const char* default_code(int status) {
+  switch (status) {
+    case 400: return "bad-request";
+    case 401: return "unauthorized";
+    case 403: return "forbidden";
+    case 404: return "not-found";
+    case 405: return "method-not-allowed";
+    case 413: return "payload-too-large";
+    case 414: return "uri-too-long";
+    case 429: return "too-many-requests";
+    case 431: return "headers-too-large";
+    case 503: return "unavailable";
+    default: return status >= 500 ? "internal" : "error";
+  }
+}
+
+bool etag_matches(const std::string& header, const std::string& etag) {
+  if (header.empty()) return false;
+  if (header == "*") return true;
+  size_t pos = 0;
+  while (pos <= header.size()) {
+    size_t comma = header.find(',', pos);
+    std::string item = header.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    while (!item.empty() && item.front() == ' ') item.erase(0, 1);
+    while (!item.empty() && item.back() == ' ') item.pop_back();
+    if (item.rfind("W/", 0) == 0) item = item.substr(2);
+    if (item == etag) return true;
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return false;
+}
+
+std::string version_list(const store::Store& st, const std::string& lib) {
+  std::string s;
+  for (auto& v : st.versions(lib)) s += (s.empty() ? "" : ", ") + v.version;
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace
+
+struct Service::Impl {
+  ServiceOptions opts;
+  SourcePolicy policy;
+  std::optional<RegenConfig> regen;
+  std::optional<synth::LlmConfig> default_llm;
+  Metrics metrics;
+  std::unique_ptr<JobQueue> jobs;
+  std::unique_ptr<httplib::Server> http;
+  std::thread listener;
+  std::thread regen_timer;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stopped = false;
+  bool started = false;
+  int port = 0;
+
+  using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
+
+  // --- auth -----------------------------------------------------------------------------
+  bool authorize(const httplib::Request& req, httplib::Response& res, Scope need) {
+    if (need == Scope::Read && opts.public_read) return true;
+    std::string h = req.get_header_value("Authorization");
+    if (h.empty()) {
+      res.set_header("WWW-Authenticate", "Bearer realm=\"syspilot\"");
+      send_error(res, 401, "unauthorized", "this endpoint needs a bearer token",
+                 "send 'Authorization: Bearer TOKEN'; create one with: syspilot serve token create --scope read");
+      return false;
+    }
+    if (h.rfind("Bearer ", 0) != 0) {
+      res.set_header("WWW-Authenticate", "Bearer realm=\"syspilot\", error=\"invalid_request\"");
+      send_error(res, 401, "unauthorized", "the Authorization header is not a bearer token",
+                 "send 'Authorization: Bearer TOKEN'");
+      return false;
+    }
+    auto scope = verify_token(thread_store(opts.db_path).db(), h.substr(7));
+    if (!scope) {
+      res.set_header("WWW-Authenticate", "Bearer realm=\"syspilot\", error=\"invalid_token\"");
+      send_error(res, 401, "unauthorized", "unknown or revoked token", "create a new one with syspilot serve token create");
+      return false;
+    }
+    if (need == Scope::Write && *scope != Scope::Write) {
+      send_error(res, 403, "forbidden", "this token has scope 'read'; this request needs 'write'",
+                 "use a token created with --scope write");
+      return false;
+    }
+    return true;
+  }
+
+  void route(const std::string& method, const std::string& pattern, const std::string& label,
+             std::optional<Scope> need, Handler h) {
+    auto wrapped = [this, label, need, h](const httplib::Request& req, httplib::Response& res) {
+      t_route = label;
+      try {
+        if (need && !authorize(req, res, *need)) return;
+        h(req, res);
+      } catch (const store::StoreError& e) {
+        send_error(res, 503, "store-unavailable", e.what(), "check the database file and retry");
+      } catch (const std::exception& e) {
+        send_error(res, 500, "internal", e.what());
+      }
+    };
+    if (method == "GET") http->Get(pattern, wrapped);
+    else if (method == "POST") http->Post(pattern, wrapped);
+    else if (method == "DELETE") http->Delete(pattern, wrapped);
+  }
+
+  // Parses a JSON object body; on failure answers 400 and returns false.
+  bool body_json(const httplib::Request& req, httplib::Response& res, json& out) {
+    std::string ct = req.get_header_value("Content-Type");
+    if (!ct.empty() && ct.find("json") == std::string::npos) {
+      send_error(res, 415, "unsupported-media-type", "the body must be JSON, not " + ct,
+                 "send Content-Type: application/json");
+      return false;
+    }
+    if (req.body.empty()) {
+      out = json::object();
+      return true;
+    }
+    try {
+      out = json::parse(req.body);
+    } catch (const json::parse_error& e) {
+      send_error(res, 400, "malformed-json", std::string("the body is not valid JSON: ") + e.what(),
+                 "send a JSON object");
+      return false;
+    }
+    if (!out.is_object()) {
+      send_error(res, 400, "malformed-json", "the body must be a JSON object", "send {\"...\": ...}");
+      return false;
+    }
+    return true;
+  }
+
+  // --- handlers -------------------------------------------------------------------------
+  void healthz(const httplib::Request&, httplib::Response& res) {
+    send_json(res, 200, {{"status", stopped ? "stopping" : "ok"}, {"version", "0.1.0"}});
+  }
+
+  void metrics_text(const httplib::Request&, httplib::Response& res) {
+    JobCounts c = jobs->counts();
+    std::map<std::string, double> g = {
+        {"syspilot_jobs{state=\"queued\"}", double(c.queued)},
+        {"syspilot_jobs{state=\"running\"}", double(c.running)},
+        {"syspilot_jobs{state=\"succeeded\"}", double(c.succeeded)},
+        {"syspilot_jobs{state=\"failed\"}", double(c.failed)},
+        {"syspilot_jobs{state=\"cancelled\"}", double(c.cancelled)},
+        {"syspilot_job_queue_depth", double(jobs->queue_depth())},
+        {"syspilot_job_queue_capacity", double(opts.queue_capacity)},
+        {"syspilot_job_workers_busy", double(jobs->busy_workers())},
+        {"syspilot_job_workers", double(opts.workers)},
+    };
+    res.set_content(metrics.render(g), "text/plain; version=0.0.4");
+  }
+
+  void libraries(const httplib::Request&, httplib::Response& res) {
+    json a = json::array();
+    for (auto& l : thread_store(opts.db_path).libraries())
+      a.push_back({{"name", l.name}, {"versions", l.versions}, {"latest_version", l.latest_version}});
+    send_json(res, 200, {{"libraries", a}});
+  }
+
+  bool check_name(httplib::Response& res, const std::string& v, const std::regex& re, const std::string& what) {
+    if (std::regex_match(v, re)) return true;
+    send_error(res, 400, "bad-" + what, "invalid " + what + " '" + v.substr(0, 200) + "'",
+               "letters, digits and . _ + - (at most 128 characters)");
+    return false;
+  }
+
+  void versions(const httplib::Request& req, httplib::Response& res) {
+    std::string lib = req.matches[1];
+    if (!check_name(res, lib, kNameRe, "library")) return;
+    auto& st = thread_store(opts.db_path);
+    auto vs = st.versions(lib);
+    if (vs.empty()) {
+      send_error(res, 404, "unknown-library", "no contract for library '" + lib + "' in the store",
+                 "list libraries with GET /v1/libraries");
+      return;
+    }
+    json a = json::array();
+    for (auto& v : vs)
+      a.push_back({{"version", v.version}, {"revision", v.revision}, {"digest", v.digest},
+                   {"status", store::to_string(v.status)}, {"drafter", store::to_string(v.drafter)},
+                   {"model", v.model}, {"created_at", v.created_at}});
+    send_json(res, 200, {{"library", lib}, {"versions", a}});
+  }
+
+  void contract(const httplib::Request& req, httplib::Response& res) {
+    std::string lib = req.matches[1], ver = req.matches[2];
+    if (!check_name(res, lib, kNameRe, "library") || !check_name(res, ver, kVersionRe, "version")) return;
+    int revision = 0;
+    if (req.has_param("revision")) {
+      try {
+        revision = std::stoi(req.get_param_value("revision"));
+      } catch (...) {
+        revision = -1;
+      }
+      if (revision <= 0) {
+        send_error(res, 400, "bad-revision", "revision must be a positive integer");
+        return;
+      }
+    }
+    auto& st = thread_store(opts.db_path);
+    auto rec = st.get_contract(lib, ver, revision);
+    if (!rec) {
+      send_error(res, 404, "unknown-version",
+                 "no contract for " + lib + " " + ver + (revision ? " revision " + std::to_string(revision) : ""),
+                 "stored versions of " + lib + ": " + version_list(st, lib));
+      return;
+    }
+    bool want_lpcl = req.get_param_value("format") == "lpcl" ||
+                     req.get_header_value("Accept").find("text/x-lpcl") != std::string::npos;
+    std::string etag = "\"" + rec->digest + (want_lpcl ? "-lpcl" : "-json") + "\"";
+    res.set_header("ETag", etag);
+    res.set_header("Vary", "Accept");
+    res.set_header("Cache-Control", "no-cache");
+    if (etag_matches(req.get_header_value("If-None-Match"), etag)) {
+      res.status = 304;
+      return;
+    }
+    if (want_lpcl) {
+      res.status = 200;
+      res.set_content(rec->lpcl, "text/x-lpcl; charset=utf-8");
+      return;
+    }
+    json body = {{"library", rec->library},   {"version", rec->version},
+                 {"revision", rec->revision}, {"digest", rec->digest},
+                 {"status", store::to_string(rec->status)}, {"drafter", store::to_string(rec->drafter)},
+                 {"model", rec->model},       {"created_at", rec->created_at},
+                 {"lpcl", rec->lpcl}};
+    body["contract"] = json::parse(rec->json, nullptr, false);
+    if (body["contract"].is_discarded()) body["contract"] = nullptr;
+    body["diagnostics"] = json::parse(rec->diagnostics.empty() ? "[]" : rec->diagnostics, nullptr, false);
+    if (body["diagnostics"].is_discarded()) body["diagnostics"] = json::array();
+    send_json(res, 200, body);
+  }
+
+  void diff(const httplib::Request& req, httplib::Response& res) {
+    std::string lib = req.matches[1];
+    if (!check_name(res, lib, kNameRe, "library")) return;
+    if (!req.has_param("from") || !req.has_param("to")) {
+      send_error(res, 400, "missing-parameter", "diff needs both 'from' and 'to'",
+                 "GET /v1/libraries/" + lib + "/diff?from=V1&to=V2");
+      return;
+    }
+    std::string from = req.get_param_value("from"), to = req.get_param_value("to");
+    if (!check_name(res, from, kVersionRe, "version") || !check_name(res, to, kVersionRe, "version")) return;
+    auto& st = thread_store(opts.db_path);
+    lpcl::Contract contracts[2];
+    const std::string* names[2] = {&from, &to};
+    for (int i = 0; i < 2; ++i) {
+      auto rec = st.get_contract(lib, *names[i]);
+      if (!rec) {
+        send_error(res, 404, "unknown-version", "no contract for " + lib + " " + *names[i],
+                   "stored versions of " + lib + ": " + version_list(st, lib));
+        return;
+      }
+      Diagnostics d;
+      auto doc = lpcl::parse(rec->lpcl, lib + "@" + *names[i], d);
+      if (doc.contracts.empty()) {
+        send_error(res, 500, "unreadable-contract", "the stored contract " + lib + " " + *names[i] + " does not parse",
+                   "", to_json(d));
+        return;
+      }
+      contracts[i] = std::move(doc.contracts.front());
+    }
+    auto d = lpcl::diff(contracts[0], contracts[1]);
+    send_json(res, 200, {{"library", lib}, {"from", from}, {"to", to}, {"changes", lpcl::to_json(d)},
+                         {"text", lpcl::to_text(d)}});
+  }
+
+  void synthesize(const httplib::Request& req, httplib::Response& res) {
+    json body;
+    if (!body_json(req, res, body)) return;
+    for (const char* k : {"library", "version"})
+      if (!body.contains(k) || !body[k].is_string()) {
+        send_error(res, 400, "bad-request", std::string("'") + k + "' is required and must be a string",
+                   "send {\"library\", \"version\", \"source\": {\"kind\", ...}}");
+        return;
+      }
+    std::string lib = body["library"], ver = body["version"];
+    if (!check_name(res, lib, kNameRe, "library") || !check_name(res, ver, kVersionRe, "version")) return;
+    if (!body.contains("source")) {
+      send_error(res, 400, "bad-source", "'source' is required",
+                 "for example {\"kind\": \"git\", \"url\": \"https://...\", \"ref\": \"v1.0\"}");
+      return;
+    }
+    SourceSpec src;
+    Diagnostics d;
+    if (!parse_source(body["source"], src, d) || !validate_source(src, policy, d)) {
+      std::string code = d.items().empty() || d.items().front().code.empty() ? "bad-source" : d.items().front().code;
+      send_error(res, 400, code, d.items().empty() ? "invalid source" : d.items().front().message,
+                 d.items().empty() ? "" : d.items().front().hint, to_json(d));
+      return;
+    }
+    json request = {{"library", lib}, {"version", ver}, {"source", to_json(src)},
+                    {"force", body.value("force", false)}};
+    json secrets = json::object();
+    if (body.contains("llm") && !body["llm"].is_null()) {
+      const json& l = body["llm"];
+      if (!l.is_object() || !l.contains("url") || !l["url"].is_string()) {
+        send_error(res, 400, "bad-llm", "'llm' must be an object with a string 'url' (and 'model', 'api_key')");
+        return;
+      }
+      json llm = {{"url", l["url"]}, {"model", l.value("model", "")}};
+      if (l.contains("timeout_s") && l["timeout_s"].is_number()) llm["timeout_s"] = l["timeout_s"];
+      if (l.contains("api_key") && l["api_key"].is_string()) {
+        secrets["llm_api_key"] = l["api_key"];  // memory only: never persisted, logged or returned
+        llm["api_key_given"] = true;
+      }
+      request["llm"] = llm;
+    }
+    submit(res, "synthesize", lib, ver, request, secrets);
+  }
+
+  void submit(httplib::Response& res, const std::string& kind, const std::string& lib, const std::string& ver,
+              const json& request, const json& secrets) {
+    std::string id;
+    switch (jobs->submit(kind, lib, ver, request, secrets, id)) {
+      case JobQueue::Submit::Accepted: {
+        json job;
+        jobs->get(id, job);
+        res.set_header("Location", "/v1/jobs/" + id);
+        send_json(res, 202, {{"job", job}});
+        return;
+      }
+      case JobQueue::Submit::Full:
+        res.set_header("Retry-After", "5");
+        send_error(res, 429, "queue-full",
+                   "the job queue is full (" + std::to_string(opts.queue_capacity) + " waiting)",
+                   "retry after a few seconds");
+        return;
+      case JobQueue::Submit::Stopping:
+        send_error(res, 503, "stopping", "the service is shutting down", "retry against the restarted service");
+        return;
+      case JobQueue::Submit::UnknownKind:
+        send_error(res, 500, "internal", "no runner for job kind " + kind);
+        return;
+    }
+  }
+
+  void job_get(const httplib::Request& req, httplib::Response& res) {
+    std::string id = req.matches[1];
+    json job;
+    if (!std::regex_match(id, kJobRe) || !jobs->get(id, job)) {
+      send_error(res, 404, "unknown-job", "no job '" + id.substr(0, 80) + "'", "job ids come from POST /v1/synthesize");
+      return;
+    }
+    send_json(res, 200, {{"job", job}});
+  }
+
+  void job_cancel(const httplib::Request& req, httplib::Response& res) {
+    std::string id = req.matches[1];
+    if (!std::regex_match(id, kJobRe)) {
+      send_error(res, 404, "unknown-job", "no job '" + id.substr(0, 80) + "'");
+      return;
+    }
+    auto r = jobs->cancel(id);
+    json job;
+    jobs->get(id, job);
+    switch (r) {
+      case JobQueue::Cancel::NotFound: send_error(res, 404, "unknown-job", "no job '" + id + "'"); return;
+      case JobQueue::Cancel::AlreadyFinished:
+        send_error(res, 409, "job-finished", "job " + id + " already finished (" + job.value("state", "") + ")");
+        return;
+      case JobQueue::Cancel::Cancelled: send_json(res, 200, {{"job", job}, {"cancel", "cancelled"}}); return;
+      case JobQueue::Cancel::Requested: send_json(res, 202, {{"job", job}, {"cancel", "requested"}}); return;
+    }
+  }
+
+  void jobs_list(const httplib::Request& req, httplib::Response& res) {
+    int limit = 50;
+    if (req.has_param("limit")) {
+      try {
+        limit = std::clamp(std::stoi(req.get_param_value("limit")), 1, 1000);
+      } catch (...) {
+      }
+    }
+    send_json(res, 200, {{"jobs", jobs->list(limit)}});
+  }
+
+  void regenerate_post(const httplib::Request& req, httplib::Response& res) {
+    json body;
+    if (!body_json(req, res, body)) return;
+    if (!regen) {
+      send_error(res, 409, "no-regen-config", "this service tracks no libraries",
+                 "start it with --regen-config FILE (see docs/service.md)");
+      return;
+    }
+    std::string only;
+    if (body.contains("library")) {
+      if (!body["library"].is_string()) {
+        send_error(res, 400, "bad-request", "'library' must be a string");
+        return;
+      }
+      only = body["library"];
+    }
+    json accepted = json::array();
+    bool found = false;
+    for (auto& lib : regen->libraries) {
+      if (!only.empty() && lib.name != only) continue;
+      found = true;
+      std::string id;
+      auto r = jobs->submit("regenerate", lib.name, "", {{"library", lib.name}}, json::object(), id);
+      if (r != JobQueue::Submit::Accepted) {
+        res.set_header("Retry-After", "5");
+        send_error(res, r == JobQueue::Submit::Full ? 429 : 503, r == JobQueue::Submit::Full ? "queue-full" : "stopping",
+                   "accepted " + std::to_string(accepted.size()) + " regeneration job(s) before the queue filled",
+                   "retry for the rest", json{{"accepted", accepted}});
+        return;
+      }
+      json job;
+      jobs->get(id, job);
+      accepted.push_back(job);
+    }
+    if (!found) {
+      send_error(res, 404, "not-tracked", "library '" + only + "' is not tracked",
+                 "tracked libraries are listed in the regeneration config");
+      return;
+    }
+    send_json(res, 202, {{"jobs", accepted}});
+  }
+
+  void compose(const httplib::Request& req, httplib::Response& res);
+
+  // --- jobs -----------------------------------------------------------------------------
+  std::optional<synth::LlmConfig> llm_for(JobContext& ctx, Diagnostics& diags) {
+    const json& r = ctx.request();
+    if (!r.contains("llm")) return default_llm;
+    synth::LlmConfig c = default_llm.value_or(synth::LlmConfig{});
+    c.url = r["llm"].value("url", "");
+    c.model = r["llm"].value("model", "");
+    if (r["llm"].contains("timeout_s")) c.timeout_s = r["llm"]["timeout_s"];
+    c.api_key.clear();
+    if (ctx.secrets().contains("llm_api_key")) {
+      c.api_key = ctx.secrets()["llm_api_key"];
+    } else if (r["llm"].value("api_key_given", false)) {
+      diags.error(SourceLoc{"job", 0, 0}, "the API key given with this job was not kept across a restart",
+                  "key-lost", "submit the job again");
+      return std::nullopt;
+    }
+    return c;
+  }
+
+  json run_synthesize(JobContext& ctx, Diagnostics& diags) {
+    const json& r = ctx.request();
+    ReleaseRequest req;
+    req.library = r.value("library", "");
+    req.version = r.value("version", "");
+    req.force = r.value("force", false);
+    if (!parse_source(r["source"], req.source, diags)) return nullptr;
+    req.llm = llm_for(ctx, diags);
+    if (diags.has_errors()) return nullptr;
+    ReleaseOutcome o = build_release(
+        ctx.store(), policy, req, [&] { return ctx.cancelled(); },
+        [&](const std::string& stage, double f, const std::string& line) { ctx.progress(stage, f, line); });
+    account(o);
+    if (o.status == "cancelled") throw JobCancelled();
+    diags.append(o.diags);
+    if (o.status == "failed" && !diags.has_errors())
+      diags.error(SourceLoc{"job", 0, 0}, "synthesis failed", "job-failed");
+    return to_json(o);
+  }
+
+  json run_regenerate(JobContext& ctx, Diagnostics& diags) {
+    if (!regen) {
+      diags.error(SourceLoc{"job", 0, 0}, "the service has no regeneration config", "no-regen-config");
+      return nullptr;
+    }
+    RegenReport rep = regenerate(
+        ctx.store(), *regen, ctx.request().value("library", ""), [&] { return ctx.cancelled(); },
+        [&](const std::string& stage, double f, const std::string& line) { ctx.progress(stage, f, line); });
+    for (auto& o : rep.outcomes) account(o);
+    if (ctx.cancelled()) throw JobCancelled();
+    for (auto& o : rep.outcomes)
+      if (o.status == "failed")
+        diags.error(SourceLoc{o.library + "@" + o.version, 0, 0}, "release failed", "release-failed",
+                    "see the release's diagnostics in the result");
+    diags.append(rep.diags);
+    json j = to_json(rep);
+    j["changelog"] = rep.changelog_markdown();
+    return j;
+  }
+
+  void account(const ReleaseOutcome& o) {
+    metrics.add_llm(o.llm_calls, o.llm_cached, o.prompt_tokens, o.completion_tokens);
+    if (o.input_cached) metrics.add_cache_hit("input");
+    if (o.facts_cached) metrics.add_cache_hit("facts");
+  }
+
+  void regen_loop() {
+    std::unique_lock<std::mutex> g(mu);
+    while (!stopped) {
+      if (cv.wait_for(g, opts.regen_every, [&] { return stopped; })) break;
+      g.unlock();
+      JobCounts c = jobs->counts();
+      (void)c;
+      for (auto& lib : regen->libraries) {
+        std::string id;
+        jobs->submit("regenerate", lib.name, "", {{"library", lib.name}, {"scheduled", true}}, json::object(), id);
+      }
+      g.lock();
+    }
+  }
+
+  void install_routes() {
+    http->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      t_start = std::chrono::steady_clock::now();
+      t_route = "unmatched";
+      size_t bytes = 0;
+      for (auto& [k, v] : req.headers) bytes += k.size() + v.size() + 4;
+      if (req.headers.size() > opts.limits.max_headers || bytes > opts.limits.max_header_bytes) {
+        send_error(res, 431, "headers-too-large",
+                   "request headers exceed the limit (" + std::to_string(req.headers.size()) + " fields, " +
+                       std::to_string(bytes) + " bytes; limit " + std::to_string(opts.limits.max_headers) +
+                       " fields, " + std::to_string(opts.limits.max_header_bytes) + " bytes)",
+                   "send fewer or smaller headers");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
+    http->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+      if (!res.body.empty()) return;
+      std::string msg = res.status == 404   ? "no such endpoint: " + req.method + " " + req.path.substr(0, 200)
+                        : res.status == 413 ? "request body too large"
+                                            : std::string("request failed with status ") + std::to_string(res.status);
+      std::string hint = res.status == 404 ? "see docs/service.md for the API" : "";
+      send_error(res, res.status, default_code(res.status), msg, hint);
+    });
+    http->set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+      std::string route = t_route.empty() ? "unmatched" : t_route;
+      if (t_start.time_since_epoch().count() == 0) secs = 0;
+      metrics.observe_request(req.method, route, res.status, secs);
+      if (opts.access_log)
+        std::cerr << req.remote_addr << " " << req.method << " " << req.path << " " << res.status << " "
+                  << static_cast<int>(secs * 1e6) << "us\n";
+      t_route.clear();
+    });
+    auto bind = [this](void (Impl::*m)(const httplib::Request&, httplib::Response&)) {
+      return [this, m](const httplib::Request& q, httplib::Response& s) { (this->*m)(q, s); };
+    };
+    route("GET", "/healthz", "/healthz", std::nullopt, bind(&Impl::healthz));
+    route("GET", "/metrics", "/metrics", Scope::Read, bind(&Impl::metrics_text));
+    route("GET", "/v1/libraries", "/v1/libraries", Scope::Read, bind(&Impl::libraries));
+    route("GET", R"(/v1/libraries/([^/]+)/contracts)", "/v1/libraries/{lib}/contracts", Scope::Read,
+          bind(&Impl::versions));
+    route("GET", R"(/v1/libraries/([^/]+)/contracts/([^/]+))", "/v1/libraries/{lib}/contracts/{version}",
+          Scope::Read, bind(&Impl::contract));
+    route("GET", R"(/v1/libraries/([^/]+)/diff)", "/v1/libraries/{lib}/diff", Scope::Read, bind(&Impl::diff));
+    route("POST", "/v1/synthesize", "/v1/synthesize", Scope::Write, bind(&Impl::synthesize));
+    route("GET", "/v1/jobs", "/v1/jobs", Scope::Read, bind(&Impl::jobs_list));
+    route("GET", R"(/v1/jobs/([^/]+))", "/v1/jobs/{id}", Scope::Read, bind(&Impl::job_get));
+    route("DELETE", R"(/v1/jobs/([^/]+))", "/v1/jobs/{id}", Scope::Write, bind(&Impl::job_cancel));
+    route("POST", "/v1/compose", "/v1/compose", Scope::Read, bind(&Impl::compose));
+    route("POST", "/v1/regenerate", "/v1/regenerate", Scope::Write, bind(&Impl::regenerate_post));
+  }
+};
+
+void Service::Impl::compose(const httplib::Request& req, httplib::Response& res) {
+  json body;
+  if (!body_json(req, res, body)) return;
+  json out;
+  ComposeAnswer a = compose_hypotheses(body, opts.db_path, out);
+  if (a.status != 200) {
+    send_error(res, a.status, a.error_code, a.message, a.hint);
+    return;
+  }
+  send_json(res, 200, out);
+}
+
+// ---------------------------------------------------------------------------------------
+
+Service::Service(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Service::~Service() { stop(); }
+
+std::unique_ptr<Service> Service::create(ServiceOptions opts, Diagnostics& diags) {
+  auto impl = std::make_unique<Impl>();
+  if (opts.db_path.empty()) opts.db_path = store::default_db_path();
+  if ((opts.tls_cert.empty()) != (opts.tls_key.empty())) {
+    diags.error(SourceLoc{"--tls-cert", 0, 0}, "TLS needs both --tls-cert and --tls-key", "usage");
+    return nullptr;
+  }
+  if (opts.workers < 1 || opts.queue_capacity < 1 || opts.http_threads < 1) {
+    diags.error(SourceLoc{"options", 0, 0}, "workers, queue capacity and HTTP threads must be at least 1", "usage");
+    return nullptr;
+  }
+  try {
+    thread_store(opts.db_path);  // creates and migrates; reports a bad file now, not per request
+  } catch (const std::exception& e) {
+    diags.error(SourceLoc{opts.db_path, 0, 0}, e.what(), "store-unavailable", "pass --db with a writable file");
+    return nullptr;
+  }
+  std::error_code ec;
+  if (opts.work_dir.empty())
+    opts.work_dir = (fs::absolute(opts.db_path).parent_path() / "syspilot-work").string();
+  fs::create_directories(opts.work_dir, ec);
+  if (!opts.regen_config.empty()) {
+    RegenConfig cfg;
+    if (!load_regen_config(opts.regen_config, cfg, diags)) return nullptr;
+    impl->regen = std::move(cfg);
+  }
+  impl->policy.roots = opts.source_roots;
+  impl->policy.work_dir = opts.work_dir;
+  if (impl->regen) {
+    // Tracked feeds may name their own roots; the service serves both.
+    for (auto& r : impl->regen->source_roots) impl->policy.roots.push_back(r);
+    impl->regen->work_dir = opts.work_dir;
+    impl->regen->source_roots = impl->policy.roots;
+  }
+  impl->default_llm = synth::llm_config_from_env();
+  impl->opts = std::move(opts);
+  Impl* p = impl.get();
+  JobQueue::Options jo{p->opts.db_path, p->opts.workers, p->opts.queue_capacity, 3};
+  impl->jobs = std::make_unique<JobQueue>(
+      jo, std::map<std::string, JobRunner>{
+              {"synthesize", [p](JobContext& c, Diagnostics& d) { return p->run_synthesize(c, d); }},
+              {"regenerate", [p](JobContext& c, Diagnostics& d) { return p->run_regenerate(c, d); }}});
+  return std::unique_ptr<Service>(new Service(std::move(impl)));
+}
+
+bool Service::start(Diagnostics& diags) {
+  Impl& m = *impl_;
+  if (!m.opts.tls_cert.empty()) {
+    auto ssl = std::make_unique<httplib::SSLServer>(m.opts.tls_cert.c_str(), m.opts.tls_key.c_str());
+    if (!ssl->is_valid()) {
+      diags.error(SourceLoc{m.opts.tls_cert, 0, 0}, "cannot load the TLS certificate or key", "tls",
+                  "give PEM files: --tls-cert CERT.pem --tls-key KEY.pem (the key must match the certificate)");
+      return false;
+    }
+    m.http = std::move(ssl);
+  } else {
+    m.http = std::make_unique<httplib::Server>();
+  }
+  int threads = m.opts.http_threads;
+  m.http->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  m.http->set_payload_max_length(m.opts.limits.max_body_bytes);
+  m.http->set_keep_alive_max_count(10000);
+  m.http->set_keep_alive_timeout(5);
+  m.http->set_read_timeout(30);
+  m.http->set_write_timeout(30);
+  m.http->set_tcp_nodelay(true);
+  m.install_routes();
+  if (m.opts.port == 0) {
+    m.port = m.http->bind_to_any_port(m.opts.host);
+  } else {
+    m.port = m.http->bind_to_port(m.opts.host, m.opts.port) ? m.opts.port : -1;
+  }
+  if (m.port <= 0) {
+    diags.error(SourceLoc{m.opts.host + ":" + std::to_string(m.opts.port), 0, 0}, "cannot listen on this address",
+                "bind-failed", "choose another --port or stop what is using it");
+    return false;
+  }
+  m.jobs->start();
+  m.listener = std::thread([&m] { m.http->listen_after_bind(); });
+  for (int i = 0; i < 500 && !m.http->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (m.regen && m.opts.regen_every.count() > 0) m.regen_timer = std::thread([&m] { m.regen_loop(); });
+  m.started = true;
+  return m.http->is_running();
+}
+
+int Service::port() const { return impl_->port; }
+const ServiceOptions& Service::options() const { return impl_->opts; }
+
+void Service::wait() {
+  std::unique_lock<std::mutex> g(impl_->mu);
+  impl_->cv.wait(g, [&] { return impl_->stopped; });
+}
+
+void Service::stop() {
+  Impl& m = *impl_;
+  {
+    std::lock_guard<std::mutex> g(m.mu);
+    if (m.stopped) return;
+    m.stopped = true;
+  }
+  m.cv.notify_all();
+  if (m.http) m.http->stop();
+  if (m.listener.joinable()) m.listener.join();
+  if (m.regen_timer.joinable()) m.regen_timer.join();
+  if (m.jobs) m.jobs->shutdown(m.started ? m.opts.shutdown_grace_s : 0);
+}
+
+int serve_until_signalled(ServiceOptions opts, std::function<void(int)> on_ready) {
+  // Block the signals in every thread; this one waits for them.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  Diagnostics diags;
+  auto svc = Service::create(std::move(opts), diags);
+  if (!svc || !svc->start(diags)) {
+    diags.print(std::cerr);
+    return 2;
+  }
+  if (on_ready) on_ready(svc->port());
+  int sig = 0;
+  sigwait(&set, &sig);
+  std::cerr << "syspilot serve: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT")
+            << ": stopping (running jobs get " << svc->options().shutdown_grace_s << " s)\n";
+  svc->stop();
+  std::cerr << "syspilot serve: stopped\n";
+  return 0;
+}
+
+}  // namespace syspilot::service
