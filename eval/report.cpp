@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iomanip>
 #include <sstream>
+#include <stdexcept>
 
 #include "eval/eval.h"
 
@@ -213,6 +214,7 @@ std::string write_report(const Comparison& c, const std::string& path) {
   fs::path p(path);
   std::string stem = p.stem().string();
   fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  fs::create_directories(dir);
   int max_runs = c.budgets.empty() ? 0 : c.budgets.back();
   auto tuners = tuners_in(c);
   std::ostringstream md;
@@ -294,7 +296,9 @@ std::string write_report(const Comparison& c, const std::string& path) {
     std::ofstream(dir / svg) << convergence_svg(r, tuners, max_runs);
     md << "\n![" << r.scenario << "](" << svg << ")\n\n";
   }
-  std::ofstream(path) << md.str();
+  std::ofstream out(path);
+  out << md.str();
+  if (!out) throw std::runtime_error("cannot write the report to " + path);
   return md.str();
 }
 

@@ -1,0 +1,324 @@
+// The evaluation suite's proof: scenarios are well formed, the committed tables cover their
+// spaces with one contracts digest, replay is deterministic and within the measured noise,
+// every tuner keeps to its budget, the CLI writes the report, and one scenario checked live.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "eval/eval.h"
+#include "tuner/measure.h"
+
+namespace fs = std::filesystem;
+using namespace syspilot;
+using namespace syspilot::eval;
+
+namespace {
+
+// A scenario with a large default-vs-best effect and short runs.
+const char* const kLiveScenario = "pinning_collision";
+
+const std::vector<Scenario>& scenarios() {
+  static std::vector<Scenario> s = [] {
+    Diagnostics d;
+    auto v = load_scenarios(scenarios_dir(), d);
+    EXPECT_FALSE(d.has_errors()) << d.str();
+    return v;
+  }();
+  return s;
+}
+
+const Scenario& scenario(const std::string& name) {
+  for (const auto& s : scenarios())
+    if (s.name == name) return s;
+  throw std::runtime_error("no scenario " + name);
+}
+
+const Table& table(const std::string& name) {
+  static std::map<std::string, Table> tables;
+  auto it = tables.find(name);
+  if (it != tables.end()) return it->second;
+  Table t;
+  Diagnostics d;
+  EXPECT_TRUE(load_table(data_dir() + "/" + name + ".json", t, d)) << d.str();
+  return tables[name] = t;
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST(Scenarios, AtLeastEightWellFormed) {
+  ASSERT_GE(scenarios().size(), 8u);
+  for (const auto& s : scenarios()) {
+    SCOPED_TRACE(s.name);
+    EXPECT_FALSE(s.readme.empty());
+    EXPECT_TRUE(fs::exists(programs_dir() + "/" + s.program)) << "scenario program not built";
+    EXPECT_FALSE(s.space.empty());
+    auto all = enumerate(s);
+    std::set<Config> distinct;
+    for (const auto& c : all) distinct.insert(normalise(s, c));
+    EXPECT_EQ(distinct.size(), all.size()) << "two configurations apply the same settings";
+    EXPECT_TRUE(distinct.count(normalise(s, {}))) << "the user's default must be in the space";
+    for (const auto& e : s.expert) EXPECT_TRUE(search_space(s).find(e)) << e << " is not a control of the space";
+  }
+}
+
+TEST(Scenarios, EnvironmentAppliesEveryKind) {
+  const Scenario& z = scenario("zstd_beside_omp");
+  Environment e = environment(z, {{"ZSTD_c_nbWorkers", "1"}, {"OMP_NUM_THREADS", "2"}});
+  EXPECT_EQ(e.set["SYSPILOT_API_ZSTD_c_nbWorkers"], "1");
+  EXPECT_EQ(e.set["OMP_NUM_THREADS"], "2");
+  EXPECT_NE(e.set["LD_PRELOAD"].find("libsyspilot_api_shim.so"), std::string::npos);
+  EXPECT_NE(std::find(e.unset.begin(), e.unset.end(), "OMP_WAIT_POLICY"), e.unset.end());
+  const Scenario& p = scenario("pinning_collision");
+  Environment d = environment(p, {});
+  EXPECT_EQ(d.set["OMP_PROC_BIND"], "true") << "the user's default applies to the empty configuration";
+  Environment u = environment(p, {{"OMP_PROC_BIND", ""}});
+  EXPECT_FALSE(u.set.count("OMP_PROC_BIND"));
+  EXPECT_NE(std::find(u.unset.begin(), u.unset.end(), "OMP_PROC_BIND"), u.unset.end());
+}
+
+TEST(Tables, CoverEverySpaceWithOneDigestAndTheMachine) {
+  std::set<std::string> digests;
+  int best_not_all_ones = 0;
+  for (const auto& s : scenarios()) {
+    SCOPED_TRACE(s.name);
+    const Table& t = table(s.name);
+    ASSERT_FALSE(t.entries.empty());
+    digests.insert(t.contracts_digest);
+    for (const char* key : {"nproc", "model name", "kernel"}) EXPECT_TRUE(t.machine.count(key)) << key;
+    EXPECT_TRUE(t.machine.count("env OPENBLAS_CORETYPE") || !std::getenv("OPENBLAS_CORETYPE"));
+    for (const auto& c : enumerate(s)) EXPECT_TRUE(t.find(normalise(s, c))) << tuner::to_string(c) << " not measured";
+    EXPECT_GE(t.repeats, 2);
+    for (const auto& e : t.entries) EXPECT_TRUE(e.failed() || static_cast<int>(e.samples.size()) >= 2);
+    ASSERT_TRUE(t.best_entry());
+    EXPECT_GT(t.best(), 0.0);
+    EXPECT_TRUE(t.find(normalise(s, {})) && !t.find(normalise(s, {}))->samples.empty()) << "default not measured";
+    // "All thread counts to 1": every *_THREADS / nbWorkers control set to 1.
+    bool all_ones = true, any = false;
+    for (const auto& c : s.space)
+      if (c.name.find("THREADS") != std::string::npos || c.name.find("Workers") != std::string::npos ||
+          c.name.find("nthreads") != std::string::npos) {
+        auto it = t.best_entry()->config.find(c.name);
+        all_ones = all_ones && it != t.best_entry()->config.end() && it->second == "1";
+        any = true;
+      }
+    best_not_all_ones += !(any && all_ones);
+  }
+  EXPECT_EQ(digests.size(), 1u) << "tables measured against different contract corpora";
+  EXPECT_GE(best_not_all_ones * 2, static_cast<int>(scenarios().size()))
+      << "the best configuration is 'all thread counts to 1' in more than half of the scenarios";
+}
+
+TEST(Replay, DeterministicPerSeedAndDrawnFromTheTable) {
+  const Scenario& s = scenarios().front();
+  const Table& t = table(s.name);
+  auto configs = enumerate(s);
+  auto draw = [&](std::uint64_t seed) {
+    ReplayObjective r(s, t, seed);
+    std::vector<double> v;
+    for (int i = 0; i < 40; ++i) v.push_back(r.evaluate(configs[i % configs.size()]).value);
+    return v;
+  };
+  EXPECT_EQ(draw(7), draw(7));
+  EXPECT_NE(draw(7), draw(8));
+  ReplayObjective r(s, t, 3);
+  for (const auto& c : configs) {
+    tuner::Measurement m = r.evaluate(c);
+    const Entry* e = t.find(normalise(s, c));
+    if (e->failed()) {
+      EXPECT_FALSE(m.ok);
+      EXPECT_FALSE(m.failure.empty());
+      continue;
+    }
+    ASSERT_TRUE(m.ok);
+    EXPECT_NE(std::find(e->samples.begin(), e->samples.end(), m.value), e->samples.end());
+  }
+  tuner::Measurement bad = r.evaluate({{"NO_SUCH_CONTROL", "1"}});
+  EXPECT_FALSE(bad.ok);
+  EXPECT_NE(bad.failure.find("not in the measured table"), std::string::npos);
+}
+
+TEST(Replay, MedianOfManyDrawsIsTheTablesMedian) {
+  for (const auto& s : scenarios()) {
+    const Table& t = table(s.name);
+    const Entry* best = t.best_entry();
+    ASSERT_TRUE(best);
+    ReplayObjective r(s, t, 11);
+    std::vector<double> v;
+    for (int i = 0; i < 301; ++i) v.push_back(r.evaluate(best->config).value);
+    double lo = *std::min_element(best->samples.begin(), best->samples.end());
+    double hi = *std::max_element(best->samples.begin(), best->samples.end());
+    double m = tuner::median(v);
+    EXPECT_GE(m, lo);
+    EXPECT_LE(m, hi);
+    EXPECT_NEAR(m / best->median(), 1.0, std::max(0.02, tuner::relative_spread(best->samples)) + 1e-9) << s.name;
+  }
+}
+
+// Every tuner on every scenario: budgets kept, incumbents from the table, identical per seed.
+TEST(Compare, BudgetsKeptAndDeterministicForEveryTuner) {
+  std::map<std::string, Table> tables;
+  for (const auto& s : scenarios()) tables[s.name] = table(s.name);
+  CompareOptions o;
+  o.budgets = {5, 10, 20};
+  o.seeds = 2;
+  o.tuners = {"syspilot", "random", "expert"};
+  auto guidance = [](const Scenario& s) {
+    Diagnostics d;
+    return analyse(s, false, d);
+  };
+  Diagnostics d;
+  Comparison a = compare(scenarios(), tables, o, guidance, d);
+  ASSERT_FALSE(d.has_errors()) << d.str();
+  Comparison b = compare(scenarios(), tables, o, guidance, d);
+  ASSERT_EQ(a.scenarios.size(), scenarios().size());
+  EXPECT_FALSE(a.contracts_digest.empty());
+  for (size_t i = 0; i < a.scenarios.size(); ++i) {
+    const auto& r = a.scenarios[i];
+    SCOPED_TRACE(r.scenario);
+    ASSERT_EQ(r.sessions.size(), 3u * 2u);
+    for (size_t k = 0; k < r.sessions.size(); ++k) {
+      const Session& s = r.sessions[k];
+      EXPECT_TRUE(s.error.empty()) << s.tuner << ": " << s.error;
+      EXPECT_LE(s.runs, 20) << s.tuner;
+      EXPECT_GE(s.runs, 1);
+      EXPECT_EQ(s.best_by_run, b.scenarios[i].sessions[k].best_by_run) << s.tuner << " seed " << s.seed;
+      // The incumbent is chosen on the noisy values the tuner saw, so its table median may
+      // rise when a lucky draw displaces it; it is always a measured configuration.
+      if (s.best_by_run.back() > 0) EXPECT_TRUE(tables[r.scenario].find(s.best)) << s.tuner;
+      for (double v : s.best_by_run)
+        if (v > 0) EXPECT_GE(v, 1.0 - 1e-12) << "better than the exhaustive best";
+      if (s.tuner == "syspilot") {
+        EXPECT_GE(s.runs, s.profiling_runs);
+      }
+    }
+    EXPECT_GE(median_best(r, "random", 20), 1.0);
+  }
+}
+
+TEST(Compare, OptunaSamplersReplayDeterministically) {
+  const Scenario& s = scenario("openblas_pthreads_in_omp");
+  std::map<std::string, Table> tables{{s.name, table(s.name)}};
+  CompareOptions o;
+  o.budgets = {10, 20};
+  o.seeds = 2;
+  o.tuners = {"optuna-tpe", "optuna-cmaes"};
+  Diagnostics d;
+  Comparison a = compare({s}, tables, o, {}, d);
+  Comparison b = compare({s}, tables, o, {}, d);
+  ASSERT_EQ(a.scenarios.size(), 1u);
+  for (size_t k = 0; k < a.scenarios[0].sessions.size(); ++k) {
+    const Session& x = a.scenarios[0].sessions[k];
+    ASSERT_TRUE(x.error.empty()) << x.error;
+    EXPECT_LE(x.runs, 20);
+    EXPECT_EQ(x.best_by_run, b.scenarios[0].sessions[k].best_by_run) << x.tuner;
+  }
+}
+
+TEST(Report, MarkdownWithPlotsAndTargets) {
+  const Scenario& s = scenarios().front();
+  std::map<std::string, Table> tables{{s.name, table(s.name)}};
+  CompareOptions o;
+  o.budgets = {5, 10};
+  o.seeds = 3;
+  o.tuners = {"random", "expert"};
+  Diagnostics d;
+  Comparison c = compare({s}, tables, o, {}, d);
+  fs::path dir = fs::temp_directory_path() / "syspilot-eval-report";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::string md = write_report(c, (dir / "r.md").string());
+  EXPECT_NE(md.find("| scenario |"), std::string::npos);
+  EXPECT_NE(md.find("## Targets"), std::string::npos);
+  std::string svg = read((dir / ("r-" + s.name + ".svg")).string());
+  EXPECT_NE(svg.find("<polyline"), std::string::npos);
+  EXPECT_NE(svg.find("random"), std::string::npos);
+  EXPECT_TRUE(fs::exists(dir / "r-summary.svg"));
+  fs::remove_all(dir);
+}
+
+TEST(Cli, ReplayPrintsSummaryAndRejectsBadInput) {
+  if (!fs::exists(SYSPILOT_BINARY)) GTEST_SKIP() << "syspilot not built";
+  fs::path dir = fs::temp_directory_path() / "syspilot-eval-cli";
+  fs::create_directories(dir);
+  std::string out = (dir / "out.txt").string();
+  std::string cmd = std::string(SYSPILOT_BINARY) + " eval --replay --scenario " + scenarios().front().name +
+                    " --tuner random --tuner expert --seeds 2 --budgets 5,10 --report " + (dir / "r.md").string() +
+                    " >" + out + " 2>/dev/null";
+  int rc = std::system(cmd.c_str());
+  EXPECT_EQ(WEXITSTATUS(rc), 0);
+  EXPECT_NE(read(out).find("| scenario |"), std::string::npos);
+  EXPECT_TRUE(fs::exists(dir / "r.md"));
+  rc = std::system((std::string(SYSPILOT_BINARY) + " eval --scenario no_such_scenario 2>/dev/null >/dev/null").c_str());
+  EXPECT_EQ(WEXITSTATUS(rc), 2);
+  rc = std::system((std::string(SYSPILOT_BINARY) + " eval --tuner hillclimb 2>/dev/null >/dev/null").c_str());
+  EXPECT_EQ(WEXITSTATUS(rc), 2);
+  fs::remove_all(dir);
+}
+
+// The spot check: one scenario run live. A live tuning session keeps its budget and finds a
+// configuration the replay also rates well, and the default-vs-best ratio measured now, in
+// interleaved runs, agrees with the table's ratio within the table's noise band.
+TEST(Live, SpotCheckAgreesWithTheTable) {
+  const Scenario& s = scenario(kLiveScenario);
+  const Table& t = table(s.name);
+  const Entry* best = t.best_entry();
+  const Entry* def = t.find(normalise(s, {}));
+  ASSERT_TRUE(best && def && !def->samples.empty());
+
+  std::map<std::string, Table> tables{{s.name, t}};
+  CompareOptions o;
+  o.budgets = {8};
+  o.seeds = 1;
+  o.tuners = {"syspilot"};
+  o.live = true;
+  Diagnostics d;
+  auto guidance = [](const Scenario& x) {
+    Diagnostics dd;
+    return analyse(x, false, dd);
+  };
+  Comparison live = compare({s}, tables, o, guidance, d);
+  ASSERT_EQ(live.scenarios.size(), 1u);
+  const Session& session = live.scenarios[0].sessions.at(0);
+  ASSERT_TRUE(session.error.empty()) << session.error;
+  EXPECT_LE(session.runs, 8);
+  EXPECT_TRUE(t.find(session.best)) << "the live best is a measured configuration";
+  o.live = false;
+  o.seeds = 20;
+  Comparison replay = compare({s}, tables, o, guidance, d);
+  // One live session is one draw: it must fall within what the replayed sessions span.
+  double lo = 1e9, hi = 0;
+  for (const auto& r : replay.scenarios[0].sessions) {
+    lo = std::min(lo, r.best_by_run.back());
+    hi = std::max(hi, r.best_by_run.back());
+  }
+  double band = 1 + 2 * std::max(t.noise(), 0.1);
+  EXPECT_LE(session.best_by_run.back(), hi * band) << "live best vs replayed " << lo << ".." << hi;
+  EXPECT_GE(session.best_by_run.back(), lo);
+
+  std::vector<double> dv, bv;
+  for (int i = 0; i < 3; ++i) {
+    eval::Run a = run_once(s, {}), b = run_once(s, best->config);
+    ASSERT_TRUE(a.ok && b.ok) << a.failure << b.failure;
+    dv.push_back(a.wall_s);
+    bv.push_back(b.wall_s);
+  }
+  double live_ratio = tuner::median(dv) / tuner::median(bv);
+  double table_ratio = def->median() / best->median();
+  double spread = tuner::relative_spread(def->samples) + tuner::relative_spread(best->samples) + 2 * t.noise();
+  EXPECT_GT(live_ratio, table_ratio / (1 + std::max(spread, 0.25)))
+      << "live default/best " << live_ratio << " vs table " << table_ratio;
+  EXPECT_LT(live_ratio, table_ratio * (1 + std::max(spread, 0.25)));
+}
