@@ -3,6 +3,8 @@
 #include <clang-c/Index.h>
 
 #include <algorithm>
+#include <chrono>
+#include <map>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -48,12 +50,21 @@ std::string clean_doc(std::string raw) {
   return out;
 }
 
+// One translation unit covers every public header it includes: those are done afterwards.
 struct Visit {
-  CXFile file;
+  const std::map<std::string, std::string>* public_rel;  // real path -> rel
+  const std::set<std::string>* done;                     // headers covered by earlier units
+  std::set<std::string>* covered;                        // headers this unit reached
   std::string rel;
   std::vector<ApiControl>* out;
   std::set<std::string>* seen;
 };
+
+std::string real(const std::string& p) {
+  std::error_code ec;
+  auto r = std::filesystem::weakly_canonical(p, ec);
+  return ec ? p : r.string();
+}
 
 CXChildVisitResult visit(CXCursor c, CXCursor, CXClientData data) {
   auto* v = static_cast<Visit*>(data);
@@ -61,7 +72,13 @@ CXChildVisitResult visit(CXCursor c, CXCursor, CXClientData data) {
   CXFile f;
   unsigned line = 0, col = 0;
   clang_getExpansionLocation(loc, &f, &line, &col, nullptr);
-  if (!clang_File_isEqual(f, v->file)) return CXChildVisit_Continue;
+  if (!f) return CXChildVisit_Continue;
+  std::string fname = take(clang_getFileName(f));
+  auto pub = v->public_rel->find(fname);
+  if (pub == v->public_rel->end()) pub = v->public_rel->find(real(fname));
+  if (pub == v->public_rel->end() || v->done->count(pub->first)) return CXChildVisit_Continue;
+  v->covered->insert(pub->first);
+  v->rel = pub->second;
   CXCursorKind k = clang_getCursorKind(c);
   if (k == CXCursor_Namespace || k == CXCursor_UnexposedDecl || k == CXCursor_LinkageSpec ||
       k == CXCursor_EnumDecl || k == CXCursor_ClassDecl || k == CXCursor_StructDecl || k == CXCursor_ClassTemplate) {
@@ -129,6 +146,46 @@ std::string unconfigure(const std::string& path) {
   return out;
 }
 
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Whether a preprocessor line (not a comment) defines `m`.
+bool defines(const std::string& text, const std::string& m) {
+  size_t pos = 0;
+  while ((pos = text.find(m, pos)) != std::string::npos) {
+    size_t bol = text.rfind('\n', pos);
+    bol = bol == std::string::npos ? 0 : bol + 1;
+    std::string head = text.substr(bol, pos - bol);
+    std::string squeezed;
+    for (char c : head) if (c != ' ' && c != '\t') squeezed += c;
+    if (squeezed == "#define") return true;
+    pos += m.size();
+  }
+  return false;
+}
+
+// Opt-in sections of a public header are API too: ZSTD_STATIC_LINKING_ONLY, *_EXPERIMENTAL,
+// and the OS switch a generated config header would set (OPENBLAS_OS_LINUX).
+std::vector<std::string> opt_in_macros(const std::string& text) {
+  std::set<std::string> out;
+  for (const char* kw : {"#ifdef", "defined(", "defined ("}) {
+    size_t pos = 0;
+    while ((pos = text.find(kw, pos)) != std::string::npos) {
+      pos += std::strlen(kw);
+      while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\t')) ++pos;
+      size_t e = pos;
+      while (e < text.size() && (std::isalnum(static_cast<unsigned char>(text[e])) || text[e] == '_')) ++e;
+      std::string m = text.substr(pos, e - pos);
+      for (const char* suffix : {"STATIC_LINKING_ONLY", "_EXPERIMENTAL", "_OS_LINUX"})
+        // a macro the header defines itself is a guard, not a switch for the user
+        if (m.size() > std::strlen(suffix) && m.ends_with(suffix) && !defines(text, m)) out.insert(m);
+    }
+  }
+  return {out.begin(), out.end()};
+}
+
 }  // namespace
 
 std::string control_category(const std::string& name, const std::string& sig, const std::string& doc) {
@@ -185,10 +242,24 @@ std::vector<ApiControl> scan_headers(const std::vector<std::pair<std::string, st
   std::vector<ApiControl> out;
   if (headers.empty()) return out;
   CXIndex index = clang_createIndex(0, 0);
-  std::set<std::string> seen;
+  std::set<std::string> seen, done;
   std::set<std::string> incs;
-  for (auto& [path, rel] : headers) incs.insert(std::filesystem::path(path).parent_path().string());
+  std::map<std::string, std::string> public_rel;
   for (auto& [path, rel] : headers) {
+    incs.insert(std::filesystem::path(path).parent_path().string());
+    std::string r = real(path);
+    public_rel[r.ends_with(".in") ? r.substr(0, r.size() - 3) : r] = rel;
+  }
+  auto start = std::chrono::steady_clock::now();
+  for (auto& [path, rel] : headers) {
+    std::string key = real(path);
+    if (key.ends_with(".in")) key = key.substr(0, key.size() - 3);
+    if (done.count(key)) continue;  // already covered by an including header
+    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(60)) {
+      diags.warning({rel, 0, 0}, "libclang header pass stopped after 60 s; remaining public headers not parsed",
+                    "clang-budget", "pass the umbrella header's folder alone, or --no-api");
+      break;
+    }
     bool cxx = rel.ends_with(".hpp") || rel.ends_with(".hh");
     std::string contents;
     bool templ = rel.ends_with(".in");
@@ -200,8 +271,11 @@ std::vector<ApiControl> scan_headers(const std::vector<std::pair<std::string, st
       for (const char* w : {"namespace ", "template", "class ", "std::"})
         if (head.find(w) != std::string::npos) cxx = true;
     }
+    // the compiler the library's users build with: GCC 12 (FFTW's quad API checks __GNUC__)
     std::vector<std::string> args = {"-x", cxx ? "c++" : "c", cxx ? "-std=c++17" : "-std=gnu11",
-                                     "-fparse-all-comments", "-Wno-everything", "-ferror-limit=0"};
+                                     "-fparse-all-comments", "-Wno-everything", "-ferror-limit=0",
+                                     "-fgnuc-version=12.2.0"};
+    for (auto& m : opt_in_macros(templ ? unconfigure(path) : slurp(path))) args.push_back("-D" + m);
     for (auto& d : include_dirs) args.push_back("-I" + d);
     for (auto& d : incs) args.push_back("-I" + d);
     std::vector<const char*> argv;
@@ -224,8 +298,11 @@ std::vector<ApiControl> scan_headers(const std::vector<std::pair<std::string, st
                     "clang-parse", "pass its include folders with -I");
       continue;
     }
-    Visit v{clang_getFile(tu, parse_name.c_str()), rel, &out, &seen};
+    std::set<std::string> covered;
+    Visit v{&public_rel, &done, &covered, rel, &out, &seen};
     clang_visitChildren(clang_getTranslationUnitCursor(tu), visit, &v);
+    done.insert(key);
+    done.insert(covered.begin(), covered.end());
     clang_disposeTranslationUnit(tu);
   }
   clang_disposeIndex(index);

@@ -1,5 +1,6 @@
 // Real Debian source trees (.deps/sources, fetched by the extract_fetch_sources ctest fixture):
-// env-var recall >= 95% and precision >= 90% against the hand-built expected lists.
+// env-var (and, where listed, API-control) recall >= 95% and precision >= 90% against the
+// hand-built expected lists.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -28,6 +29,11 @@ void check_tree(const std::string& dir, const std::string& expected) {
   for (auto& x : env.extra) extra += x + " ";
   EXPECT_GE(env.recall(), 0.95) << env.str() << " missed: " << missed;
   EXPECT_GE(env.precision(), 0.90) << env.str() << " extra: " << extra;
+  if (want.has_api) {
+    Score api = score(want.api, api_names(f));
+    EXPECT_GE(api.recall(), 0.95) << "API controls " << api.str();
+    EXPECT_GE(api.precision(), 0.90) << "API controls " << api.str();
+  }
   // provenance: every read names a file inside the tree and a line
   for (auto& e : f.env_vars) {
     EXPECT_TRUE(fs::exists(tree / e.file)) << e.file;
