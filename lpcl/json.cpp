@@ -253,9 +253,10 @@ class Reader {
     for (size_t i = 0; i < v.size(); ++i) {
       auto& s = v[i];
       while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.pop_back();
-      for (unsigned char c : s)
-        if (c < 0x20 && c != '\t') {
-          err(join(path, key) + "[" + std::to_string(i) + "]", "a comment is one line without control characters");
+      // The lexer keeps any byte of a comment line except the line end (NUL is an encoding error).
+      for (char c : s)
+        if (c == '\n' || c == '\0') {
+          err(join(path, key) + "[" + std::to_string(i) + "]", "a comment is one line without NUL bytes");
           break;
         }
     }

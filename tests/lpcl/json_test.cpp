@@ -104,7 +104,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadJson{R"({"name": "x", "controls": [{"name": "A", "kind": "api", "params": "int n); evil("}]})",
                 "controls[0].params: api parameters are one line of C parameter declarations with balanced parentheses"},
         BadJson{R"({"name": "x", "doc": "bell\u0007"})", "doc: control character in string"},
-        BadJson{R"({"name": "x", "comments": ["two\nlines"]})", "comments[0]: a comment is one line without control characters"},
+        BadJson{R"({"name": "x", "comments": ["two\nlines"]})", "comments[0]: a comment is one line without NUL bytes"},
         BadJson{R"({"name": "x", "origins": [{"origin": ""}]})", "origins[0].origin: expected extracted, llm or manual"},
         BadJson{R"({"name": "x", "origins": [{"origin": "manual", "model": "m"}]})", "origins[0].model: a model is given only with origin llm"},
         BadJson{R"({"name": "x", "behaviors": [{"name": "b", "params": [{"key": "origin", "value": "1"}]}]})",
