@@ -99,6 +99,7 @@ Comparison compare(const std::vector<Scenario>& scenarios, const std::map<std::s
   std::vector<std::string> tuners = o.tuners.empty() ? tuner_names() : o.tuners;
   std::string current = contracts_digest(corpus_dir());
   std::set<std::string> digests;
+  bool any_contract = false;
   for (const auto& s : scenarios) {
     auto it = tables.find(s.name);
     if (it == tables.end()) {
@@ -108,6 +109,7 @@ Comparison compare(const std::vector<Scenario>& scenarios, const std::map<std::s
     }
     const Table& t = it->second;
     digests.insert(t.contracts_digest);
+    any_contract = any_contract || !t.contracts.empty();
     if (c.machine.empty()) c.machine = t.machine;
     ScenarioResult r;
     r.scenario = s.name;
@@ -128,6 +130,9 @@ Comparison compare(const std::vector<Scenario>& scenarios, const std::map<std::s
     }
     c.scenarios.push_back(std::move(r));
   }
+  if (!digests.empty() && !any_contract)
+    c.digest_notes.push_back("the digest covers no contract file: corpus/ held no .lpcl when the tables were measured, "
+                             "so the analysis drafted contracts on the fly");
   if (digests.size() == 1) {
     c.contracts_digest = *digests.begin();
     if (c.contracts_digest != current)
