@@ -80,6 +80,8 @@ std::string canonical(const std::string& text) {
 class ContractsCli : public ::testing::Test {
  protected:
   void SetUp() override {
+    ASSERT_TRUE(std::filesystem::exists(SYSPILOT_BINARY))
+        << SYSPILOT_BINARY << " is missing: build the syspilot target before running these tests";
     db = dir.file("store/s.db");
     spit(dir.file("a.lpcl"), kOpenblas21);
     spit(dir.file("b.lpcl"), kOpenblas29);
