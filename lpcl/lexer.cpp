@@ -332,6 +332,11 @@ bool Lexer::raw_until_close_paren(std::string& out, int open_line, int open_col)
   while (pos_ < text_.size()) {
     char c = text_[pos_];
     if (c == '\n' || c == ';' || c == '{' || c == '}' || c == '#') break;
+    if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\r') {
+      diags_.error(loc(line_, static_cast<int>(pos_ - line_start_) + 1), "control character in the parameter list of an api control",
+                   "bad-character", "write the C parameters as plain text: api(int n)");
+      return false;
+    }
     if (c == '(') ++depth;
     if (c == ')') {
       if (depth == 0) {

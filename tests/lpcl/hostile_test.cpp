@@ -136,6 +136,13 @@ TEST(Hostile, InvalidUtf8IsReportedWithLocationAndValidUtf8IsKept) {
             "  hint: non-ASCII text is allowed only inside strings and comments");
 }
 
+TEST(Hostile, ControlCharacterInApiParameters) {
+  // Found by the fuzzer: raw C text must still be plain text.
+  EXPECT_EQ(first("contract x \"1\" {\n  control A : api(int\x18 n) int;\n}\n"),
+            "t.lpcl:2:22: error: control character in the parameter list of an api control [bad-character]\n"
+            "  hint: write the C parameters as plain text: api(int n)");
+}
+
 TEST(Hostile, CrlfAndByteOrderMarkAreAccepted) {
   auto r = run("\xEF\xBB\xBF# c\r\ncontract x \"1\" {\r\n  control A : env int in [1, 2]\r\n      default 2;\r\n}\r\n");
   ASSERT_TRUE(r.diags.empty()) << r.diags.str();
