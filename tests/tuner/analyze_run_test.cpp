@@ -83,7 +83,7 @@ TEST(Run, EnvironmentSetUnsetAndInherit) {
 
 TEST(Run, SamplesThreadsRunQueueAndLibraries) {
   RunSpec s;
-  s.argv = {program("omp_blas"), "16", "160"};
+  s.argv = {program("omp_blas"), "1000", "128"};
   auto r = run(s);
   ASSERT_TRUE(r.ok()) << r.failure << r.stderr_text;
   EXPECT_GT(r.samples, 0);

@@ -1,0 +1,180 @@
+// Tests of profiling and verdicts on real programs against Debian's libraries: nested
+// oversubscription confirmed under defaults and refuted with OPENBLAS_NUM_THREADS=1, spin
+// interference under OMP_WAIT_POLICY=active, a calm program, a crash, a hang, and the CLI.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tuner/analyze.h"
+
+namespace fs = std::filesystem;
+using namespace syspilot;
+using namespace syspilot::tuner;
+
+namespace {
+
+std::string program(const std::string& name) { return std::string(SYSPILOT_TEST_PROGRAMS) + "/" + name; }
+
+// The program's own source in a private folder, so the scan sees it alone.
+struct OwnSource {
+  fs::path dir;
+  explicit OwnSource(const std::string& file) {
+    dir = fs::temp_directory_path() / ("syspilot-prof-" + std::to_string(::getpid()) + "-" + file);
+    fs::create_directories(dir);
+    fs::copy_file(std::string(SYSPILOT_TEST_PROGRAM_SOURCES) + "/" + file, dir / file,
+                  fs::copy_options::overwrite_existing);
+  }
+  ~OwnSource() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+
+AnalyzeOptions options(const std::vector<std::string>& argv, const std::string& source_dir = {}) {
+  AnalyzeOptions o;
+  o.compose.binary = argv.front();
+  o.compose.contract_dirs = {SYSPILOT_TEST_CONTRACTS};
+  o.compose.synthesize = false;
+  o.compose.source_dir = source_dir;
+  o.profile.run.argv = argv;
+  o.profile.run.timeout_s = 30;
+  o.profile.repeats = 2;
+  return o;
+}
+
+const Hypothesis* find_h(const Analysis& a, const std::string& id) {
+  for (auto& h : a.hypotheses)
+    if (h.id == id) return &h;
+  return nullptr;
+}
+
+std::string dump(const Analysis& a) { return to_text(a); }
+
+}  // namespace
+
+TEST(Profile, NestedOversubscriptionConfirmedUnderDefaultsRefutedWithOneBlasThread) {
+  if (online_cpus() < 2) GTEST_SKIP() << "needs at least 2 CPUs";
+  OwnSource src("omp_blas.c");
+  auto o = options({program("omp_blas"), "2000", "128"}, src.dir.string());
+  Analysis a = analyze(o);
+  const Hypothesis* h = find_h(a, "nested_oversubscription:libgomp>openblas");
+  ASSERT_NE(h, nullptr) << dump(a);
+  EXPECT_EQ(h->verdict, Verdict::Confirmed) << dump(a);
+  ASSERT_EQ(h->evidence.size(), 2u);
+  EXPECT_GT(h->evidence[1].value, 3.0);  // the ratio that decided, reported as a number
+  EXPECT_GT(a.profile.signals.at("threads_max"), online_cpus());
+
+  o.profile.run.env_set["OPENBLAS_NUM_THREADS"] = "1";
+  Analysis b = analyze(o);
+  const Hypothesis* hb = find_h(b, "nested_oversubscription:libgomp>openblas");
+  ASSERT_NE(hb, nullptr);
+  EXPECT_EQ(hb->verdict, Verdict::Refuted) << dump(b);
+  EXPECT_FALSE(hb->reason.empty());
+}
+
+TEST(Profile, SpinInterferenceConfirmedWithActiveWaiting) {
+  if (online_cpus() < 2) GTEST_SKIP() << "needs at least 2 CPUs";
+  OwnSource src("spin_pool.c");
+  auto o = options({program("spin_pool"), "120", "2"}, src.dir.string());
+  o.profile.run.env_set["OMP_WAIT_POLICY"] = "active";
+  Analysis a = analyze(o);
+  const Hypothesis* h = find_h(a, "spin_interference:libgomp>app-threads");
+  ASSERT_NE(h, nullptr) << dump(a);
+  EXPECT_EQ(h->probe.at("OMP_WAIT_POLICY"), "passive");
+  EXPECT_EQ(h->verdict, Verdict::Confirmed) << dump(a);
+
+  // Already passive: the probe changes nothing, so nothing spins and the hypothesis falls.
+  o.profile.run.env_set["OMP_WAIT_POLICY"] = "passive";
+  Analysis b = analyze(o);
+  const Hypothesis* hb = find_h(b, "spin_interference:libgomp>app-threads");
+  ASSERT_NE(hb, nullptr);
+  EXPECT_EQ(hb->verdict, Verdict::Refuted) << dump(b);
+}
+
+TEST(Profile, CalmProgramConfirmsNothing) {
+  OwnSource src("calm.c");
+  Analysis with_source = analyze(options({program("calm"), "40"}, src.dir.string()));
+  EXPECT_TRUE(with_source.hypotheses.empty()) << dump(with_source);
+  EXPECT_TRUE(with_source.profiled);
+  EXPECT_GT(with_source.profile.signals.at("wall_s"), 0);
+
+  // Without source every pair is possible; the probe must refute nesting (involuntary
+  // switches do not fall 3x when OpenBLAS runs one thread, since nothing nests).
+  Analysis blind = analyze(options({program("calm"), "40"}));
+  const Hypothesis* nested = find_h(blind, "nested_oversubscription:libgomp>openblas");
+  ASSERT_NE(nested, nullptr) << dump(blind);
+  EXPECT_NE(nested->verdict, Verdict::Confirmed) << dump(blind);
+}
+
+TEST(Profile, CrashGivesAClearVerdict) {
+  auto o = options({program("crash")});
+  o.compose.manifest = "";
+  Analysis a = analyze(o);
+  ASSERT_TRUE(a.diagnostics.has_errors());
+  EXPECT_NE(a.diagnostics.str().find("SIGSEGV"), std::string::npos) << a.diagnostics.str();
+  EXPECT_EQ(a.profile.default_runs.size(), 1u);  // no probing of a failing program
+  for (auto& h : a.hypotheses) EXPECT_EQ(h.verdict, Verdict::Unknown);
+}
+
+TEST(Profile, HangIsKilledAndReported) {
+  auto o = options({program("hang")});
+  o.profile.run.timeout_s = 1;
+  auto t0 = std::chrono::steady_clock::now();
+  Analysis a = analyze(o);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(took, 10);
+  ASSERT_TRUE(a.diagnostics.has_errors());
+  EXPECT_NE(a.diagnostics.str().find("did not finish within 1 s"), std::string::npos) << a.diagnostics.str();
+  ASSERT_FALSE(a.profile.default_runs.empty());
+  EXPECT_TRUE(a.profile.default_runs.front().timed_out);
+}
+
+#ifdef SYSPILOT_CLI
+namespace {
+struct Cmd {
+  int rc = -1;
+  std::string out;
+};
+Cmd sh(const std::string& cmd) {
+  Cmd r;
+  FILE* p = ::popen((cmd + " 2>/dev/null").c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int st = ::pclose(p);
+  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+}  // namespace
+
+TEST(AnalyzeCli, JsonFollowsTheDocumentedSchema) {
+  OwnSource src("omp_blas.c");
+  std::string cli = SYSPILOT_CLI;
+  Cmd r = sh(cli + " analyze --json --no-synth --contracts " + SYSPILOT_TEST_CONTRACTS + " --source " +
+             src.dir.string() + " -- " + program("omp_blas") + " 1500 128");
+  ASSERT_TRUE(r.rc == 0 || r.rc == 1) << r.rc << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"libraries", "contracts", "hypotheses", "signals"}) EXPECT_TRUE(j.contains(k)) << k;
+  ASSERT_FALSE(j["hypotheses"].empty());
+  for (auto& h : j["hypotheses"])
+    for (const char* k : {"id", "kind", "libraries", "verdict", "evidence", "controls", "constraint"})
+      EXPECT_TRUE(h.contains(k)) << k;
+  bool confirmed = false;
+  for (auto& h : j["hypotheses"]) confirmed |= h["verdict"] == "confirmed";
+  EXPECT_EQ(r.rc, confirmed ? 1 : 0);
+  EXPECT_GT(j["signals"]["wall_s"].get<double>(), 0);
+}
+
+TEST(AnalyzeCli, BadInputIsAUsageError) {
+  std::string cli = SYSPILOT_CLI;
+  EXPECT_EQ(sh(cli + " analyze").rc, 2);
+  EXPECT_EQ(sh(cli + " analyze -- /nonexistent/app").rc, 2);
+  EXPECT_EQ(sh(cli + " analyze --manifest /nonexistent/m -- " + program("calm")).rc, 2);
+  EXPECT_EQ(sh(cli + " analyze --help").rc, 0);
+}
+#endif

@@ -1,0 +1,565 @@
+// Composition: the application's libraries (ELF or manifest), their contracts (store, corpus,
+// or synthesized from the installed library), and how they meet (nesting and co-running from
+// the source scan or the manifest).
+#include "tuner/compose.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "lpcl/lpcl.h"
+#ifdef HAVE_SYSPILOT_STORE
+#include "store/store.h"
+#endif
+#if defined(HAVE_SYSPILOT_SYNTH) && defined(HAVE_SYSPILOT_EXTRACT)
+#include "extract/extract.h"
+#include "synth/synth.h"
+#endif
+
+namespace fs = std::filesystem;
+
+namespace syspilot::tuner {
+
+const ContractUse* Composition::find_contract(const std::string& name) const {
+  for (auto& c : contracts)
+    if (c.contract.name == name) return &c;
+  return nullptr;
+}
+
+namespace {
+using namespace compose_detail;
+
+const char* kAppThreads = "app-threads";
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  std::istringstream is(s);
+  while (std::getline(is, cur, sep)) out.push_back(cur);
+  return out;
+}
+
+std::string trim(std::string s) {
+  s.erase(0, s.find_first_not_of(" \t\r\n"));
+  s.erase(s.find_last_not_of(" \t\r\n") + 1);
+  return s;
+}
+
+bool any_glob(const std::string& alternatives, const std::string& text) {
+  for (auto& g : split(alternatives, '|'))
+    if (!g.empty() && glob_match(g, text)) return true;
+  return false;
+}
+
+std::vector<std::string> default_contract_dirs() {
+  if (const char* e = std::getenv("SYSPILOT_CORPUS_DIR"); e && *e) return {e};
+  return {std::string(SYSPILOT_SOURCE_DIR) + "/corpus"};
+}
+
+// Every contract the composition may use, in lookup order: store first, then the folders.
+struct Candidates {
+  std::vector<ContractUse> all;
+
+  void load_dirs(const std::vector<std::string>& dirs, Diagnostics& diags) {
+    for (auto& d : dirs) {
+      std::error_code ec;
+      if (!fs::is_directory(d, ec)) {
+        if (!fs::exists(d, ec))
+          diags.warning({d, 0, 0}, "contract folder does not exist", "no-contract-dir",
+                        "pass an existing folder of *.lpcl files");
+        continue;
+      }
+      std::vector<fs::path> files;
+      for (auto& e : fs::directory_iterator(d, ec))
+        if (e.path().extension() == ".lpcl") files.push_back(e.path());
+      std::sort(files.begin(), files.end());
+      for (auto& f : files) load_file(f.string(), "corpus", diags);
+    }
+  }
+
+  void load_file(const std::string& path, const std::string& source, Diagnostics& diags) {
+    Diagnostics local;
+    lpcl::Document doc = lpcl::parse_file(path, local);
+    if (local.has_errors()) {
+      diags.warning({path, 0, 0}, "contract file does not parse; skipped (" + std::to_string(local.error_count()) +
+                                      " errors, first: " + local.items().front().message + ")",
+                    "bad-contract", "run `syspilot lpcl check " + path + "`");
+      return;
+    }
+    for (auto& c : doc.contracts) all.push_back({c, source, path, {}});
+  }
+
+  void load_store(const std::string& path, Diagnostics& diags) {
+#ifdef HAVE_SYSPILOT_STORE
+    if (path.empty()) return;
+    std::error_code ec;
+    if (!fs::exists(path, ec)) return;
+    try {
+      store::OpenOptions o;
+      o.read_only = true;
+      o.create = false;
+      store::Store st(path, o);
+      for (auto& lib : st.libraries()) {
+        auto rec = st.latest_contract(lib.name);
+        if (!rec) continue;
+        Diagnostics local;
+        auto doc = lpcl::parse(rec->lpcl, path + "#" + lib.name, local);
+        if (local.has_errors()) continue;
+        for (auto& c : doc.contracts)
+          all.push_back({c, "store", path + "#" + lib.name + "@" + rec->version, {}});
+      }
+    } catch (const std::exception& e) {
+      diags.warning({path, 0, 0}, std::string("contract store not usable: ") + e.what(), "store-unavailable",
+                    "pass a valid --db, or none to use corpus/ alone");
+    }
+#else
+    (void)path;
+    (void)diags;
+#endif
+  }
+
+  const ContractUse* by_soname(const Library& lib) const {
+    std::vector<std::string> names = {lib.soname};
+    if (!lib.real_path.empty()) names.push_back(fs::path(lib.real_path).filename().string());
+    if (!lib.path.empty()) names.push_back(fs::path(lib.path).filename().string());
+    for (auto& c : all)
+      for (auto& b : c.contract.bindings)
+        if (b.kind == "soname")
+          for (auto& n : names)
+            if (glob_match(b.pattern, n)) return &c;
+    return nullptr;
+  }
+
+  const ContractUse* by_name(const std::string& name) const {
+    for (auto& c : all)
+      if (c.contract.name == name) return &c;
+    return nullptr;
+  }
+
+  const ContractUse* by_symbols(const std::set<std::string>& imports) const {
+    for (auto& c : all)
+      for (auto& b : c.contract.bindings)
+        if (b.kind == "symbol")
+          for (auto& s : imports)
+            if (glob_match(b.pattern, s)) return &c;
+    return nullptr;
+  }
+};
+
+std::string library_stem(const std::string& soname) {
+  std::string s = fs::path(soname).filename().string();
+  if (s.rfind("lib", 0) == 0) s = s.substr(3);
+  auto dot = s.find(".so");
+  if (dot != std::string::npos) s = s.substr(0, dot);
+  return s;
+}
+
+// Drafts a contract from the installed shared object when synthesis is built in.
+bool synthesize_for(const Library& lib, ContractUse& out, Diagnostics& diags) {
+#if defined(HAVE_SYSPILOT_SYNTH) && defined(HAVE_SYSPILOT_EXTRACT)
+  if (lib.real_path.empty()) return false;
+  try {
+    extract::ExtractOptions eo;
+    eo.paths = {lib.real_path};
+    eo.library = library_stem(lib.soname);
+    eo.api_controls = false;
+    eo.threads = 1;
+    extract::Facts facts = extract::extract(eo);
+    synth::SynthOptions so;
+    so.library = eo.library;
+    synth::SynthResult r = synth::synthesize(facts, so, nullptr);
+    // The drafter knows the soname from the binary; make sure the binding is there.
+    bool bound = false;
+    for (auto& b : r.contract.bindings) bound |= b.kind == "soname" && glob_match(b.pattern, lib.soname);
+    if (!bound) {
+      lpcl::Binding b;
+      b.kind = "soname";
+      b.pattern = lib.soname;
+      r.contract.bindings.push_back(b);
+    }
+    out = {r.contract, "synthesized", lib.real_path, {lib.soname}};
+    diags.note({lib.real_path, 0, 0},
+               "no contract for " + lib.soname + ": drafted one from the shared object (" + r.drafter + ")",
+               "contract-synthesized", "review it and add it to corpus/ or the store");
+    return true;
+  } catch (const std::exception& e) {
+    diags.warning({lib.real_path, 0, 0}, "could not draft a contract for " + lib.soname + ": " + e.what(),
+                  "synthesis-failed");
+    return false;
+  }
+#else
+  (void)lib;
+  (void)out;
+  (void)diags;
+  return false;
+#endif
+}
+
+void add_contract(Composition& comp, const ContractUse& use, const std::string& soname) {
+  for (auto& c : comp.contracts)
+    if (c.contract.name == use.contract.name) {
+      if (!soname.empty() && std::find(c.libraries.begin(), c.libraries.end(), soname) == c.libraries.end())
+        c.libraries.push_back(soname);
+      return;
+    }
+  ContractUse u = use;
+  u.libraries.clear();
+  if (!soname.empty()) u.libraries.push_back(soname);
+  comp.contracts.push_back(u);
+}
+
+void add_relation(Composition& comp, Relation r) {
+  if (r.outer == r.inner) return;
+  if (r.kind == Relation::Kind::CoRun && r.outer > r.inner) std::swap(r.outer, r.inner);
+  for (auto& e : comp.relations)
+    if (e.kind == r.kind && e.outer == r.outer && e.inner == r.inner) return;
+  comp.relations.push_back(r);
+}
+
+// Contract name of the library `soname`, or the soname when it has none.
+std::string library_name(const Composition& comp, const std::string& soname) {
+  for (auto& l : comp.libraries)
+    if (l.soname == soname && !l.contract.empty()) return l.contract;
+  return soname;
+}
+
+// The composition's name for the runtime opening a region ("libgomp.so*|libomp.so*").
+std::string runtime_name(const Composition& comp, const std::string& glob) {
+  if (glob == kAppThreads) return kAppThreads;
+  for (auto& l : comp.libraries)
+    if (any_glob(glob, l.soname)) return library_name(comp, l.soname);
+  for (auto& c : comp.contracts)
+    for (auto& b : c.contract.bindings)
+      if (b.kind == "soname")
+        for (auto& g : split(glob, '|'))
+          if (glob_match(g, b.pattern) || glob_match(b.pattern, g)) return c.contract.name;
+  return library_stem(split(glob, '|').front());
+}
+
+void relations_from_scan(Composition& comp, const SourceScan& scan) {
+  std::map<std::string, const Region*> by_tag;
+  for (auto& r : scan.regions) by_tag[r.tag] = &r;
+  struct Activity {
+    std::string library;
+    std::vector<std::string> regions;
+    std::string where;
+  };
+  std::vector<Activity> acts;
+  for (auto& cs : scan.calls) acts.push_back({cs.library, cs.regions, cs.file + ":" + std::to_string(cs.line)});
+  for (auto& r : scan.regions)
+    if (r.kind != "thread") acts.push_back({runtime_name(comp, r.runtime), r.enclosing, r.file + ":" + std::to_string(r.line)});
+  // Nesting: an activity inside another runtime's parallel region.
+  for (auto& a : acts)
+    for (auto& tag : a.regions) {
+      auto it = by_tag.find(tag);
+      if (it == by_tag.end() || it->second->kind == "thread") continue;
+      add_relation(comp, {Relation::Kind::Nested, runtime_name(comp, it->second->runtime), a.library,
+                          it->second->kind, a.where});
+    }
+  // Co-running: what a thread does runs beside what the rest of the program does.
+  for (auto& r : scan.regions) {
+    if (r.kind != "thread") continue;
+    comp.app_threads = true;
+    std::vector<const Activity*> inside, outside;
+    for (auto& a : acts)
+      (std::find(a.regions.begin(), a.regions.end(), r.tag) != a.regions.end() ? inside : outside).push_back(&a);
+    std::vector<std::string> in_libs;
+    for (auto* a : inside) in_libs.push_back(a->library);
+    if (in_libs.empty()) in_libs.push_back(kAppThreads);
+    for (auto& lib : in_libs)
+      for (auto* b : outside)
+        add_relation(comp, {Relation::Kind::CoRun, lib, b->library, "thread", r.file + ":" + std::to_string(r.line)});
+  }
+}
+
+// Manifest: JSON ({"libraries": [...], "contracts": [...], "nested": [[outer, inner]],
+// "co_run": [[a, b]], "drop": [...]}) or lines ("library X", "contract FILE",
+// "nested OUTER > INNER", "corun A + B", "drop X"; # comments).
+struct Manifest {
+  std::vector<std::string> libraries, contracts, drop;
+  std::vector<std::pair<std::string, std::string>> nested, co_run;
+};
+
+bool read_manifest(const std::string& path, Manifest& m, Diagnostics& diags) {
+  std::ifstream in(path);
+  if (!in) {
+    diags.error({path, 0, 0}, "manifest cannot be read", "bad-manifest", "check the --manifest path");
+    return false;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  std::string base = fs::path(path).parent_path().string();
+  auto resolve = [&](const std::string& p) { return fs::path(p).is_absolute() || base.empty() ? p : base + "/" + p; };
+  if (trim(text).rfind('{', 0) == 0) {
+    try {
+      auto j = nlohmann::json::parse(text);
+      for (auto& x : j.value("libraries", nlohmann::json::array())) m.libraries.push_back(x.get<std::string>());
+      for (auto& x : j.value("contracts", nlohmann::json::array())) m.contracts.push_back(resolve(x.get<std::string>()));
+      for (auto& x : j.value("drop", nlohmann::json::array())) m.drop.push_back(x.get<std::string>());
+      for (auto& x : j.value("nested", nlohmann::json::array()))
+        m.nested.emplace_back(x.at(0).get<std::string>(), x.at(1).get<std::string>());
+      for (auto& x : j.value("co_run", nlohmann::json::array()))
+        m.co_run.emplace_back(x.at(0).get<std::string>(), x.at(1).get<std::string>());
+      return true;
+    } catch (const std::exception& e) {
+      diags.error({path, 0, 0}, std::string("manifest is not valid: ") + e.what(), "bad-manifest",
+                  "see docs/analysis.md for the manifest format");
+      return false;
+    }
+  }
+  std::istringstream is(text);
+  int lineno = 0;
+  bool ok = true;
+  for (std::string line; std::getline(is, line);) {
+    ++lineno;
+    if (auto h = line.find('#'); h != std::string::npos) line = line.substr(0, h);
+    line = trim(line);
+    if (line.empty()) continue;
+    auto sp = line.find_first_of(" \t");
+    std::string word = line.substr(0, sp), rest = sp == std::string::npos ? "" : trim(line.substr(sp));
+    auto pair = [&](const char* sep, std::vector<std::pair<std::string, std::string>>& into) {
+      auto at = rest.find(sep);
+      if (at == std::string::npos || trim(rest.substr(0, at)).empty() || trim(rest.substr(at + 1)).empty()) {
+        diags.error({path, lineno, 1}, "`" + word + "` needs two names separated by '" + sep + "'", "bad-manifest",
+                    std::string("write e.g. `") + word + " libgomp " + sep + " openblas`");
+        ok = false;
+        return;
+      }
+      into.emplace_back(trim(rest.substr(0, at)), trim(rest.substr(at + 1)));
+    };
+    if (rest.empty()) {
+      diags.error({path, lineno, 1}, "`" + word + "` needs an argument", "bad-manifest");
+      ok = false;
+    } else if (word == "library") m.libraries.push_back(rest);
+    else if (word == "contract") m.contracts.push_back(resolve(rest));
+    else if (word == "drop") m.drop.push_back(rest);
+    else if (word == "nested") pair(">", m.nested);
+    else if (word == "corun" || word == "co_run") pair("+", m.co_run);
+    else {
+      diags.error({path, lineno, 1}, "unknown manifest statement `" + word + "`", "bad-manifest",
+                  "use library, contract, nested, corun or drop");
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+// Resolves a manifest or request name (a contract name or a soname) in the composition.
+std::string resolve_name(const Composition& comp, const std::string& n) {
+  if (n == kAppThreads) return n;
+  for (auto& l : comp.libraries)
+    if (l.soname == n || library_stem(l.soname) == n) return l.contract.empty() ? l.soname : l.contract;
+  for (auto& c : comp.contracts)
+    if (c.contract.name == n) return n;
+  return n;
+}
+
+void bind_contracts(Composition& comp, const Candidates& cands, bool synthesize, Diagnostics& diags) {
+  for (auto& lib : comp.libraries) {
+    if (is_base_library(lib.soname)) continue;
+    const ContractUse* use = cands.by_soname(lib);
+    if (!use) use = cands.by_name(library_stem(lib.soname));
+    if (use) {
+      lib.contract = use->contract.name;
+      add_contract(comp, *use, lib.soname);
+      continue;
+    }
+    ContractUse drafted;
+    if (lib.direct && synthesize && synthesize_for(lib, drafted, diags)) {
+      lib.contract = drafted.contract.name;
+      add_contract(comp, drafted, lib.soname);
+    } else if (lib.direct) {
+      diags.note({lib.path, 0, 0}, "no contract for " + lib.soname, "no-contract",
+                 "add one to corpus/ or the store (syspilot synth)");
+    }
+  }
+}
+
+}  // namespace
+
+Composition compose(const ComposeOptions& opts, Diagnostics& diags) {
+  Composition comp;
+  Candidates cands;
+  cands.load_store(opts.store_path, diags);
+  cands.load_dirs(opts.contract_dirs.empty() ? default_contract_dirs() : opts.contract_dirs, diags);
+
+  Manifest m;
+  if (!opts.manifest.empty()) {
+    read_manifest(opts.manifest, m, diags);
+    for (auto& f : m.contracts) {
+      Candidates mine;
+      mine.load_file(f, "file", diags);
+      // A manifest's contracts take precedence over the store and corpus.
+      cands.all.insert(cands.all.begin(), mine.all.begin(), mine.all.end());
+    }
+  }
+
+  ElfInfo app;
+  if (!opts.binary.empty()) {
+    comp.application = opts.binary;
+    app = read_elf(opts.binary, false);
+    if (!app.ok) {
+      diags.error({opts.binary, 0, 0}, "cannot read the application binary: " + app.error, "bad-binary",
+                  "pass an ELF executable (the program itself, not a shell wrapper)");
+    } else {
+      if (!app.error.empty()) diags.warning({opts.binary, 0, 0}, app.error, "static-binary");
+      Loader loader(opts.env);
+      comp.libraries = loader.resolve(opts.binary, app, diags);
+      static const char* relevant[] = {"pthread_create", "omp_*", "GOMP_*", "__kmpc_*", "cblas_*", "dgemm_*",
+                                       "fftw_*", "ZSTD_*", "cuda*", "sched_setaffinity", "pthread_setaffinity_np",
+                                       "mallctl", "mallopt", "fork", "dlopen"};
+      for (auto& s : app.imports)
+        for (auto* g : relevant)
+          if (glob_match(g, s)) {
+            comp.app_imports.push_back(s);
+            break;
+          }
+      comp.app_threads = app.imports.count("pthread_create") > 0;
+    }
+  }
+  for (auto& name : m.libraries) {
+    bool have = false;
+    for (auto& l : comp.libraries) have |= l.soname == name;
+    if (have) continue;
+    Library l;
+    l.soname = name;
+    l.direct = true;
+    l.found_by = "manifest";
+    std::string how;
+    Loader loader(opts.env);
+    if (name.find(".so") != std::string::npos) {
+      l.path = loader.find(name, {}, {}, "", how);
+      std::error_code ec;
+      if (!l.path.empty()) {
+        l.real_path = fs::canonical(l.path, ec).string();
+        l.variant = variant_of(l.real_path);
+      }
+    }
+    comp.libraries.push_back(l);
+  }
+  for (auto& d : m.drop)
+    comp.libraries.erase(std::remove_if(comp.libraries.begin(), comp.libraries.end(),
+                                        [&](const Library& l) { return l.soname == d || library_stem(l.soname) == d; }),
+                         comp.libraries.end());
+
+  bind_contracts(comp, cands, opts.synthesize, diags);
+  // A manifest library named by contract (not soname) binds by name.
+  for (auto& l : comp.libraries)
+    if (l.contract.empty() && l.found_by == "manifest")
+      if (auto* use = cands.by_name(l.soname)) {
+        l.contract = use->contract.name;
+        add_contract(comp, *use, "");
+      }
+  // Symbol bindings cover BLAS behind generic sonames (libblas.so.3) and static linking.
+  if (app.ok) {
+    std::set<std::string> imports(app.imports.begin(), app.imports.end());
+    for (auto& c : cands.all)
+      for (auto& b : c.contract.bindings)
+        if (b.kind == "symbol" && !comp.find_contract(c.contract.name))
+          for (auto& s : imports)
+            if (glob_match(b.pattern, s)) {
+              // Only when no composed contract already covers the symbol.
+              bool covered = false;
+              for (auto& have : comp.contracts)
+                for (auto& hb : have.contract.bindings) covered |= hb.kind == "symbol" && glob_match(hb.pattern, s);
+              if (!covered) add_contract(comp, c, "");
+              break;
+            }
+  }
+  for (auto& d : m.drop)
+    comp.contracts.erase(std::remove_if(comp.contracts.begin(), comp.contracts.end(),
+                                        [&](const ContractUse& c) { return c.contract.name == d; }),
+                         comp.contracts.end());
+
+  if (!opts.source_dir.empty()) {
+    auto rules = load_region_rules({}, diags);
+    // Symbol owners: exports of each direct library with a contract, plus binds symbol globs.
+    std::map<std::string, std::string> owner;
+    std::vector<std::pair<std::string, std::string>> globs;
+    for (auto& l : comp.libraries) {
+      if (!l.direct || l.real_path.empty() || is_base_library(l.soname)) continue;
+      ElfInfo li = read_elf(l.real_path, true);
+      std::string name = library_name(comp, l.soname);
+      for (auto& s : li.exports) owner.emplace(s, name);
+    }
+    for (auto& c : comp.contracts)
+      for (auto& b : c.contract.bindings)
+        if (b.kind == "symbol") globs.emplace_back(b.pattern, c.contract.name);
+    SourceScan scan = scan_source(opts.source_dir, rules, owner, globs, diags);
+    comp.source_scanned = scan.files > 0;
+    if (scan.files == 0)
+      diags.warning({opts.source_dir, 0, 0}, "no C/C++ source files found", "no-source-files",
+                    "pass the folder holding the application's .c/.cpp files");
+    comp.call_sites = scan.calls;
+    relations_from_scan(comp, scan);
+  }
+  for (auto& [o, i] : m.nested)
+    add_relation(comp, {Relation::Kind::Nested, resolve_name(comp, o), resolve_name(comp, i), "manifest", "manifest"});
+  for (auto& [a, b] : m.co_run)
+    add_relation(comp, {Relation::Kind::CoRun, resolve_name(comp, a), resolve_name(comp, b), "manifest", "manifest"});
+  if (!m.nested.empty() || !m.co_run.empty()) comp.source_scanned = true;  // the user stated the relations
+  return comp;
+}
+
+Composition compose_contracts(const std::vector<lpcl::Contract>& contracts,
+                              const std::vector<std::pair<std::string, std::string>>& nested,
+                              const std::vector<std::pair<std::string, std::string>>& co_run) {
+  Composition comp;
+  for (auto& c : contracts) add_contract(comp, {c, "store", "", {}}, "");
+  for (auto& [o, i] : nested) add_relation(comp, {Relation::Kind::Nested, o, i, "request", "request"});
+  for (auto& [a, b] : co_run) add_relation(comp, {Relation::Kind::CoRun, a, b, "request", "request"});
+  comp.source_scanned = !nested.empty() || !co_run.empty();
+  for (auto& r : comp.relations) comp.app_threads |= r.outer == kAppThreads || r.inner == kAppThreads;
+  return comp;
+}
+
+Composition compose_named(const NamedComposition& req, Diagnostics& diags) {
+  Candidates cands;
+  cands.load_store(req.store_path, diags);
+  cands.load_dirs(req.contract_dirs.empty() ? default_contract_dirs() : req.contract_dirs, diags);
+  std::vector<lpcl::Contract> found;
+  std::map<std::string, std::string> alias;  // requested name -> contract name
+  for (auto& n : req.libraries) {
+    if (n == kAppThreads) continue;
+    const ContractUse* use = cands.by_name(n);
+    if (!use) {
+      Library l;
+      l.soname = n;
+      use = cands.by_soname(l);
+    }
+    if (!use) use = cands.by_name(library_stem(n));
+    if (!use) {
+      diags.error({"<request>", 0, 0}, "no contract for library `" + n + "`", "unknown-library",
+                  "name a library with a contract in the store or corpus/ (by contract name or soname)");
+      continue;
+    }
+    alias[n] = use->contract.name;
+    if (std::none_of(found.begin(), found.end(), [&](auto& c) { return c.name == use->contract.name; }))
+      found.push_back(use->contract);
+  }
+  auto name = [&](const std::string& n) {
+    auto it = alias.find(n);
+    return it == alias.end() ? n : it->second;
+  };
+  std::vector<std::pair<std::string, std::string>> nested, co_run;
+  for (auto& [o, i] : req.nested) nested.emplace_back(name(o), name(i));
+  for (auto& [a, b] : req.co_run) co_run.emplace_back(name(a), name(b));
+  Composition comp = compose_contracts(found, nested, co_run);
+  for (auto& use : comp.contracts)
+    if (auto* c = cands.by_name(use.contract.name)) {
+      use.source = c->source;
+      use.path = c->path;
+    }
+  return comp;
+}
+
+std::vector<lpcl::Contract> contracts_of(const Composition& c) {
+  std::vector<lpcl::Contract> out;
+  for (auto& u : c.contracts) out.push_back(u.contract);
+  return out;
+}
+
+}  // namespace syspilot::tuner

@@ -1,0 +1,255 @@
+// Profiling: the default run and one probing run per distinct probe environment, interleaved
+// (D P1 P2 D P1 P2 ...), signals derived per run, and each hypothesis' verdict decided from its
+// rule's checks on medians and on default/probe ratios measured back to back.
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "tuner/analyze.h"
+
+namespace syspilot::tuner {
+namespace {
+
+double median_value(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string num(double v) {
+  std::ostringstream os;
+  if (std::fabs(v) >= 1000 || v == std::floor(v)) os.precision(0), os << std::fixed << v;
+  else if (std::fabs(v) >= 10) os.precision(1), os << std::fixed << v;
+  else os.precision(3), os << v;
+  return os.str();
+}
+
+std::string env_text(const std::map<std::string, std::string>& env) {
+  std::string s;
+  for (auto& [k, v] : env) s += (s.empty() ? "" : " ") + k + "=" + v;
+  return s;
+}
+
+// Ratios of a default run over a probe run; floors keep near-zero rates from exploding.
+std::map<std::string, double> ratios(const std::map<std::string, double>& d, const std::map<std::string, double>& p) {
+  auto get = [](const std::map<std::string, double>& m, const char* k) {
+    auto it = m.find(k);
+    return it == m.end() ? NAN : it->second;
+  };
+  std::map<std::string, double> r;
+  r["probe.wall_ratio"] = get(d, "wall_s") / std::max(1e-6, get(p, "wall_s"));
+  r["probe.cpu_ratio"] = get(d, "cpu_s") / std::max(1e-6, get(p, "cpu_s"));
+  r["probe.ivcs_ratio"] = (get(d, "ivcs_per_s") + 20) / (get(p, "ivcs_per_s") + 20);
+  r["probe.runq_ratio"] = (get(d, "runq_wait_frac") + 0.01) / (get(p, "runq_wait_frac") + 0.01);
+  r["probe.util_gain"] = get(p, "cpu_util") / std::max(1e-6, get(d, "cpu_util"));
+  r["probe.threads_ratio"] = get(d, "threads_max") / std::max(1.0, get(p, "threads_max"));
+  return r;
+}
+
+bool compare(double v, const std::string& op, double t) {
+  if (op == ">") return v > t;
+  if (op == ">=") return v >= t;
+  if (op == "<") return v < t;
+  return v <= t;
+}
+
+std::string failure_text(const RunResult& r) { return r.failure.empty() ? "ok" : r.failure; }
+
+}  // namespace
+
+std::map<std::string, double> signals_of(const RunResult& r, int ncpus) {
+  std::map<std::string, double> s;
+  double wall = std::max(r.wall_s, 1e-6);
+  double cpu = r.user_s + r.sys_s;
+  s["wall_s"] = r.wall_s;
+  s["user_s"] = r.user_s;
+  s["sys_s"] = r.sys_s;
+  s["cpu_s"] = cpu;
+  s["cpu_util"] = cpu / (wall * ncpus);
+  s["sys_frac"] = cpu > 0 ? r.sys_s / cpu : 0;
+  s["ivcs"] = r.involuntary_switches;
+  s["vcs"] = r.voluntary_switches;
+  s["ivcs_per_s"] = r.involuntary_switches / wall;
+  s["vcs_per_s"] = r.voluntary_switches / wall;
+  s["max_rss_kb"] = r.max_rss_kb;
+  s["minflt_per_s"] = r.minor_faults / wall;
+  if (r.samples > 0) {
+    s["threads_max"] = r.max_threads;
+    s["threads_mean"] = r.mean_threads;
+    s["runq_wait_s"] = r.runq_wait_s;
+    s["runq_wait_frac"] = r.runq_wait_s / (wall * ncpus);
+  }
+  for (auto& [k, v] : r.perf) {
+    s["perf." + k] = v;
+    if (k == "cache_misses") s["cache_misses_per_s"] = v / wall;
+  }
+  return s;
+}
+
+Profile profile(const Composition& comp, std::vector<Hypothesis>& hs, const ProfileOptions& opts, Diagnostics& diags) {
+  Profile prof;
+  prof.ncpus = online_cpus();
+  RunSpec base = opts.run;
+  // The libraries' own introspection knobs named by their contracts go into every run alike,
+  // so default and probe runs stay comparable.
+  std::map<std::string, std::string> introspect;
+  for (auto& u : comp.contracts)
+    for (auto& sig : u.contract.signals)
+      if (sig.kind == lpcl::Signal::Kind::Introspect && sig.value && !base.env_set.count(sig.metric)) {
+        std::string v = sig.value->text;
+        if (sig.value->kind == lpcl::Expr::Kind::Bool || sig.value->kind == lpcl::Expr::Kind::Int ||
+            sig.value->kind == lpcl::Expr::Kind::String || sig.value->kind == lpcl::Expr::Kind::Name)
+          introspect[sig.metric] = v;
+      }
+  for (auto& [k, v] : introspect) base.env_set[k] = v;
+
+  // Distinct probe environments and the hypotheses each serves.
+  if (opts.probes)
+    for (auto& h : hs) {
+      if (h.probe.empty()) continue;
+      auto it = std::find_if(prof.probes.begin(), prof.probes.end(), [&](auto& p) { return p.env == h.probe; });
+      if (it == prof.probes.end()) {
+        prof.probes.push_back({h.probe, {h.id}, {}});
+      } else {
+        it->hypotheses.push_back(h.id);
+      }
+    }
+
+  int repeats = std::max(1, opts.repeats);
+  bool default_failed = false;
+  for (int i = 0; i < repeats; ++i) {
+    RunResult d = run(base);
+    prof.default_runs.push_back(d);
+    if (!d.ok()) {
+      default_failed = true;
+      break;  // a crash or a hang is the finding; probing a failing program proves nothing
+    }
+    for (auto& p : prof.probes) {
+      RunSpec s = base;
+      for (auto& [k, v] : p.env) s.env_set[k] = v;
+      p.runs.push_back(run(s));
+    }
+  }
+
+  const RunResult& first = prof.default_runs.front();
+  for (auto& n : first.perf_notes) prof.notes.push_back("perf: " + n);
+  std::set<std::string> composed;
+  for (auto& l : comp.libraries)
+    if (!l.real_path.empty()) composed.insert(l.real_path);
+  for (auto& lib : first.libraries) {
+    std::string base_name = lib.substr(lib.rfind('/') + 1);
+    bool known = composed.count(lib) > 0;
+    for (auto& l : comp.libraries) known |= base_name == l.soname || lib == l.path;
+    if (!known && !comp.libraries.empty()) prof.notes.push_back("loaded at run time (dlopen or a dependency): " + lib);
+  }
+  if (!introspect.empty() && first.started) {
+    std::string names;
+    for (auto& [k, v] : introspect) names += (names.empty() ? "" : ", ") + k + "=" + v;
+    prof.notes.push_back("introspection set: " + names);
+    std::istringstream is(first.stderr_text);
+    int kept = 0;
+    for (std::string line; std::getline(is, line) && kept < 24; ++kept) prof.notes.push_back("  | " + line);
+  }
+
+  if (default_failed) {
+    const RunResult& bad = prof.default_runs.back();
+    prof.signals = signals_of(bad, prof.ncpus);
+    std::string why = bad.timed_out ? "the application did not finish within " + num(base.timeout_s) + " s (killed)"
+                      : !bad.started ? "the application could not be started: " + bad.failure
+                                     : "the application failed under defaults: " + bad.failure;
+    diags.error({comp.application, 0, 0}, why, "application-failed",
+                bad.timed_out ? "raise --timeout, or give arguments that make a shorter run" : "fix the run first");
+    for (auto& h : hs) {
+      h.verdict = Verdict::Unknown;
+      h.reason = why + "; no verdict from a failing run";
+    }
+    return prof;
+  }
+
+  // Medians over the default runs; per-pair ratios for each probe, then their median.
+  std::vector<std::map<std::string, double>> dsig;
+  for (auto& r : prof.default_runs) dsig.push_back(signals_of(r, prof.ncpus));
+  std::set<std::string> keys;
+  for (auto& m : dsig)
+    for (auto& [k, v] : m) keys.insert(k);
+  for (auto& k : keys) {
+    std::vector<double> v;
+    for (auto& m : dsig)
+      if (m.count(k)) v.push_back(m.at(k));
+    prof.signals[k] = median_value(v);
+  }
+
+  for (auto& h : hs) {
+    h.evidence.clear();
+    const ProbeRun* probe = nullptr;
+    for (auto& p : prof.probes)
+      if (p.env == h.probe && !h.probe.empty()) probe = &p;
+    std::map<std::string, double> probe_sig;
+    std::string probe_problem;
+    if (!probe) {
+      probe_problem = h.probe.empty() ? "no env control to probe it with" : "probing is off";
+    } else {
+      std::map<std::string, std::vector<double>> per_pair;
+      for (size_t i = 0; i < probe->runs.size() && i < prof.default_runs.size(); ++i) {
+        if (!probe->runs[i].ok()) {
+          probe_problem = "the probe run (" + env_text(probe->env) + ") failed: " + failure_text(probe->runs[i]);
+          continue;
+        }
+        for (auto& [k, v] : ratios(dsig[i], signals_of(probe->runs[i], prof.ncpus))) per_pair[k].push_back(v);
+      }
+      for (auto& [k, v] : per_pair) probe_sig[k] = median_value(v);
+      if (!probe_sig.empty()) probe_problem.clear();
+    }
+    int known = 0, passed = 0;
+    std::string failed_text, unknown_text;
+    for (auto& c : h.checks) {
+      Evidence e;
+      e.signal = c.signal;
+      e.op = c.op;
+      e.threshold = c.threshold;
+      bool is_probe = c.signal.rfind("probe.", 0) == 0;
+      auto& src = is_probe ? probe_sig : prof.signals;
+      auto it = src.find(c.signal);
+      if (it == src.end() || std::isnan(it->second)) {
+        e.note = is_probe ? "not measured: " + (probe_problem.empty() ? "no probe" : probe_problem)
+                          : "not measured on this machine";
+        if (unknown_text.empty()) unknown_text = c.signal + " " + e.note;
+        h.evidence.push_back(e);
+        continue;
+      }
+      e.value = it->second;
+      e.passed = compare(e.value, c.op, c.threshold);
+      ++known;
+      passed += e.passed;
+      if (is_probe) {
+        e.note = "default vs probe " + env_text(probe->env) + ", median of " + std::to_string(probe->runs.size()) +
+                 " interleaved pair(s)";
+      }
+      if (!e.passed && failed_text.empty())
+        failed_text = c.signal + " = " + num(e.value) + ", needs " + c.op + " " + num(c.threshold) +
+                      (c.why.empty() ? "" : " (" + c.why + ")");
+      h.evidence.push_back(e);
+    }
+    std::string summary;
+    for (auto& e : h.evidence)
+      if (e.value != 0 || e.passed) summary += (summary.empty() ? "" : "; ") + e.signal + " " + num(e.value) + " " + e.op + " " + num(e.threshold);
+    if (known < static_cast<int>(h.checks.size()) && passed == known) {
+      h.verdict = Verdict::Unknown;
+      h.reason = h.checks.empty() ? "the rule names no signal to check" : unknown_text;
+    } else if (passed == known && known > 0) {
+      h.verdict = Verdict::Confirmed;
+      h.reason = summary;
+    } else if (known > 0) {
+      h.verdict = Verdict::Refuted;
+      h.reason = failed_text;
+    } else {
+      h.verdict = Verdict::Unknown;
+      h.reason = "no signal could be measured";
+    }
+  }
+  return prof;
+}
+
+}  // namespace syspilot::tuner
