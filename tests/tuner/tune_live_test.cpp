@@ -99,8 +99,10 @@ TEST(TuneLive, NestedOpenBlasInOpenMp) {
   s.constraints = {g.constraint};
   Outcome o = tune_and_check(s, {g}, {program("omp_blas")});
   expect_found_and_reproduced(o);
-  ASSERT_GE(o.result.best, 0);
-  EXPECT_TRUE(s.admits(o.result.trials[o.result.best].config, MachineFacts::detect()));
+  // Every configuration the search proposed met the hypothesis' constraint (the default, the
+  // reference, is the only one that may break it).
+  for (const auto& t : o.result.trials)
+    if (!t.config.empty()) EXPECT_TRUE(s.admits(t.config, MachineFacts::detect())) << to_string(t.config);
 }
 
 TEST(TuneLive, SpinInterferenceBesidePthreadPool) {
