@@ -2,6 +2,7 @@
 // LLM endpoint or by the deterministic offline drafter, then validated and repaired.
 #pragma once
 #include <functional>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -42,6 +43,9 @@ struct SynthOptions {
   size_t prompt_token_budget = 6000;  // facts are ranked and trimmed to fit (tokens ~ bytes/4)
   std::string prompts_dir;  // templates; empty: $SYSPILOT_PROMPTS_DIR or the source tree's prompts/
   std::string corpus_dir;   // few-shot examples; empty: $SYSPILOT_CORPUS_DIR or the source tree's corpus/
+  // Reviewed corrections: LPCL files whose statements (origin manual) replace the draft's
+  // statements of the same name or add to them, after validation (see docs/synth.md).
+  std::vector<std::string> overlays;
   // Polled between steps and while waiting for a reply or a retry delay; true stops the
   // run with synth::Cancelled.
   std::function<bool()> cancelled;
@@ -51,7 +55,7 @@ struct SynthOptions {
 
 // One validation/repair round.
 struct Round {
-  int n = 0;                           // 0: first draft; 1..: re-prompts
+  int n = 0;                           // 1: first draft; 2..: re-prompts
   std::string drafter;                 // "offline" or "llm(MODEL)"
   Diagnostics diags;                   // what the validators found in this round's draft
   std::vector<std::string> repairs;    // deterministic repairs applied ("dropped invented env FOO")
@@ -98,6 +102,9 @@ Diagnostics validate(lpcl::Contract& c, const extract::Facts& facts, bool repair
 // Validator 1: the LPCL text inside an answer (plain, ```lpcl fenced, {"lpcl": "..."},
 // an LPCL-JSON object, chatter around any of them). Empty with an error when none is found.
 std::string extract_lpcl(const std::string& answer, Diagnostics& diags);
+
+// Diagnostics as a JSON array of {severity, file, line, col, message, code, hint}.
+nlohmann::json diagnostics_json(const Diagnostics& d);
 
 // The prompt that would be sent for these facts (system + user), and its size estimate.
 struct Prompt {

@@ -1,0 +1,392 @@
+// The offline drafter: deterministic rules from facts to LPCL (knob roles from
+// knob_rules.txt, types and defaults from code, fallback chains, pool and spin behaviour).
+// It is the default drafter and the source of deterministic repairs.
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <map>
+
+#include "synth/draft.h"
+#include "synth/rules.h"
+
+namespace syspilot::synth {
+
+using lpcl::Expr;
+using lpcl::Type;
+
+std::string fact_ref(const std::string& file, int line) {
+  return line > 0 ? file + ":" + std::to_string(line) : file;
+}
+
+FactIndex::FactIndex(const extract::Facts& f) {
+  for (auto& e : f.env_vars) {
+    env.insert(e.name);
+    refs.insert(fact_ref(e.file, e.line));
+  }
+  for (auto& d : f.doc_mentions) {
+    env.insert(d.name);
+    refs.insert(fact_ref(d.file, d.line));
+  }
+  for (auto& a : f.api_controls) {
+    api.insert(a.name);
+    refs.insert(fact_ref(a.file, a.line));
+  }
+  for (auto& t : f.threading) refs.insert(fact_ref(t.file, t.line));
+  for (auto& b : f.binaries) {
+    for (auto& k : b.knob_strings) env.insert(k);
+    for (auto& x : b.exports) api.insert(x);
+    if (!b.soname.empty()) sonames.insert(b.soname);
+    refs.insert(b.path);
+  }
+}
+
+Expr name_expr(const std::string& n) {
+  Expr e;
+  e.kind = Expr::Kind::Name;
+  e.text = n;
+  return e;
+}
+
+Expr int_expr(long long v) {
+  Expr e;
+  e.kind = Expr::Kind::Int;
+  e.text = std::to_string(v);
+  return e;
+}
+
+namespace {
+
+bool parses_int(const std::string& s, long long* out = nullptr) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  long long v = std::strtoll(s.c_str(), &end, 0);
+  if (*end != '\0') return false;
+  if (out) *out = v;
+  return true;
+}
+
+bool parses_float(const std::string& s) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  std::strtod(s.c_str(), &end);
+  return *end == '\0';
+}
+
+std::string upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool contains(const std::string& hay, const std::string& needle) {
+  return upper(hay).find(upper(needle)) != std::string::npos;
+}
+
+// The prefix a library's own knobs start with: "openblas" -> "OPENBLAS_", "libgomp" -> "GOMP_".
+std::string library_prefix(const std::string& lib) {
+  std::string s = lib;
+  if (s.rfind("lib", 0) == 0 && s.size() > 3) s = s.substr(3);
+  std::string p;
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) break;
+    p += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return p.empty() ? p : p + "_";
+}
+
+Type type_for(const std::string& code_type, const KnobRole* role, const std::string& name) {
+  Type t;
+  if (code_type == "int") { t.kind = Type::Kind::Int; return t; }
+  if (code_type == "float") { t.kind = Type::Kind::Float; return t; }
+  if (code_type == "bool") { t.kind = Type::Kind::Bool; return t; }
+  if (code_type == "string") { t.kind = Type::Kind::String; return t; }
+  const std::string r = role ? role->role : "";
+  t.kind = Type::Kind::String;
+  if (r == "threads") t.kind = contains(name, "BACKGROUND") ? Type::Kind::Bool : Type::Kind::Int;
+  else if (r == "spin") t.kind = contains(name, "POLICY") ? Type::Kind::String : Type::Kind::Int;
+  else if (r == "nesting") t.kind = contains(name, "LEVELS") ? Type::Kind::Int : Type::Kind::Bool;
+  else if (r == "arena" || r == "streams" || r == "allocator" || r == "introspect") t.kind = Type::Kind::Int;
+  return t;
+}
+
+// Thread-count knobs whose value is the pool size (not caps, not per-loop partitions).
+bool pool_size_knob(const lpcl::Control& c) {
+  if (c.how.kind != lpcl::ControlKind::Kind::Env || c.type.kind != Type::Kind::Int) return false;
+  if (std::find(c.sets.begin(), c.sets.end(), "cpu.threads") == c.sets.end()) return false;
+  const std::string n = upper(c.name);
+  return n.find("MAX") == std::string::npos && n.find("LIMIT") == std::string::npos &&
+         !(n.size() > 3 && n.compare(n.size() - 3, 3, "_NT") == 0) && n.find("LEVELS") == std::string::npos &&
+         n.find("DYNAMIC") == std::string::npos && n.find("NESTED") == std::string::npos;
+}
+
+std::string trim_doc(std::string s) {
+  for (char& c : s)
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  std::string out;
+  for (char c : s)
+    if (!(c == ' ' && !out.empty() && out.back() == ' ')) out += c;
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  while (!out.empty() && out.front() == ' ') out.erase(out.begin());
+  if (out.size() > 200) out = out.substr(0, 197) + "...";
+  return out;
+}
+
+// LPCL cites "path:line"; a shared object's path or a line-less doc is not citable.
+bool citable(const std::string& r) {
+  auto colon = r.rfind(':');
+  if (colon == std::string::npos || colon + 1 == r.size()) return false;
+  for (size_t i = colon + 1; i < r.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(r[i]))) return false;
+  return r[colon + 1] != '0';
+}
+
+lpcl::Provenance extracted(std::vector<std::string> refs) {
+  lpcl::Provenance p;
+  std::erase_if(refs, [](auto& r) { return !citable(r); });
+  std::sort(refs.begin(), refs.end());
+  refs.erase(std::unique(refs.begin(), refs.end()), refs.end());
+  if (refs.size() > 3) refs.resize(3);
+  p.refs = std::move(refs);
+  p.origin = lpcl::Origin::Extracted;
+  return p;
+}
+
+// "void openblas_set_num_threads(int num_threads)" -> "int num_threads"
+std::string params_of(const std::string& sig) {
+  auto open = sig.find('(');
+  auto close = sig.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close < open) return "";
+  std::string p = trim_doc(sig.substr(open + 1, close - open - 1));
+  return p == "void" ? "" : p;
+}
+
+}  // namespace
+
+Expr literal_expr(const std::string& text, const Type& t) {
+  Expr e;
+  e.text = text;
+  switch (t.kind) {
+    case Type::Kind::Int: e.kind = parses_int(text) ? Expr::Kind::Int : Expr::Kind::String; break;
+    case Type::Kind::Float: e.kind = parses_float(text) ? Expr::Kind::Float : Expr::Kind::String; break;
+    case Type::Kind::Bool:
+      if (text == "true" || text == "false") e.kind = Expr::Kind::Bool;
+      else if (text == "1" || text == "0") { e.kind = Expr::Kind::Bool; e.text = text == "1" ? "true" : "false"; }
+      else e.kind = Expr::Kind::String;
+      break;
+    default: e.kind = Expr::Kind::String;
+  }
+  return e;
+}
+
+bool expr_mentions(const Expr& e, const std::string& name) {
+  if (e.kind == Expr::Kind::Name && e.text == name) return true;
+  for (auto& a : e.args)
+    if (expr_mentions(a, name)) return true;
+  return false;
+}
+
+std::string contract_name(const extract::Facts& f, const SynthOptions& o) {
+  std::string n = o.library.empty() ? f.library : o.library;
+  return n.empty() ? "library" : n;
+}
+
+std::string contract_version(const SynthOptions& o) { return o.version.empty() ? "unknown" : o.version; }
+
+lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& opts) {
+  lpcl::Contract c;
+  c.name = contract_name(facts, opts);
+  c.version = contract_version(opts);
+  lpcl::Provenance origin;
+  origin.origin = lpcl::Origin::Extracted;
+  c.origins.push_back(origin);
+  const std::string prefix = library_prefix(c.name);
+
+  // Every knob the facts name, with what each kind of fact says about it.
+  struct Knob {
+    std::vector<std::string> code_refs, doc_refs;
+    std::string code_type, code_default, doc;
+    bool in_code = false;
+  };
+  std::map<std::string, Knob> knobs;
+  for (auto& e : facts.env_vars) {
+    auto& k = knobs[e.name];
+    k.in_code = true;
+    k.code_refs.push_back(fact_ref(e.file, e.line));
+    if (k.code_type.empty() || k.code_type == "unknown") k.code_type = e.type;
+    if (k.code_default.empty()) k.code_default = e.default_value;
+  }
+  for (auto& d : facts.doc_mentions) {
+    auto& k = knobs[d.name];
+    k.doc_refs.push_back(fact_ref(d.file, d.line));
+    if (k.doc.empty()) k.doc = trim_doc(d.sentence);
+  }
+  for (auto& b : facts.binaries)
+    for (auto& s : b.knob_strings) knobs[s].doc_refs.push_back(b.path);
+
+  bool any_spin = false, any_arena = false, any_device = false;
+  std::vector<std::pair<std::string, Expr>> spin_params;
+  for (auto& [name, k] : knobs) {
+    auto role = classify_knob(name);
+    const bool own = !prefix.empty() && name.rfind(prefix, 0) == 0;
+    // Unclassified knobs enter only when the code reads them and they carry the library's prefix.
+    if (!role && !(own && k.in_code)) continue;
+    // Documentation and binary strings alone are trusted only for classified knobs.
+    lpcl::Control ctl;
+    ctl.name = name;
+    ctl.how.kind = lpcl::ControlKind::Kind::Env;
+    ctl.type = type_for(k.code_type, role ? &*role : nullptr, name);
+    if (role && !role->resource.empty()) ctl.sets.push_back(role->resource);
+    if (role && role->role == "threads" && ctl.type.kind == Type::Kind::Int) {
+      ctl.domain.kind = lpcl::Domain::Kind::Range;
+      ctl.domain.lo = int_expr(1);
+      ctl.domain.hi = name_expr("ncpus");
+    }
+    if (!k.code_default.empty()) {
+      Expr d = literal_expr(k.code_default, ctl.type);
+      long long v = 0;
+      const bool below_domain = ctl.domain.kind == lpcl::Domain::Kind::Range && parses_int(k.code_default, &v) && v < 1;
+      // A 0 default on a thread count is the "unset" sentinel, not a value: the demand says what happens.
+      if (!below_domain && (d.kind != Expr::Kind::String || ctl.type.kind == Type::Kind::String)) ctl.default_value = d;
+    }
+    if (k.in_code) ctl.read_at = lpcl::ReadAt::Init;
+    ctl.doc = k.doc;
+    ctl.prov = extracted(k.in_code ? k.code_refs : k.doc_refs);
+    c.controls.push_back(std::move(ctl));
+    if (role && role->role == "spin") {
+      any_spin = true;
+      std::string key = contains(name, "POLICY") ? "policy" : contains(name, "COUNT") ? "spin_count" : "idle_timeout";
+      if (std::none_of(spin_params.begin(), spin_params.end(), [&](auto& p) { return p.first == key; }))
+        spin_params.emplace_back(key, name_expr(name));
+    }
+    if (role && role->role == "arena") any_arena = true;
+    if (role && role->role == "device") any_device = true;
+    if (role && role->role == "introspect") {
+      lpcl::Signal s;
+      s.kind = lpcl::Signal::Kind::Introspect;
+      s.metric = name;
+      const auto& t = c.controls.back().type;
+      s.value = t.kind == Type::Kind::Bool ? literal_expr("true", t) : t.kind == Type::Kind::String ? literal_expr("true", t) : int_expr(1);
+      s.prov = extracted(c.controls.back().prov.refs);
+      c.signals.push_back(std::move(s));
+    }
+  }
+
+  for (auto& a : facts.api_controls) {
+    auto role = classify_knob(a.name, a.category);
+    if (!role || c.find_control(a.name)) continue;
+    lpcl::Control ctl;
+    ctl.name = a.name;
+    ctl.how.kind = lpcl::ControlKind::Kind::Api;
+    ctl.how.params = params_of(a.signature);
+    ctl.type.kind = Type::Kind::Int;
+    if (!role->resource.empty()) ctl.sets.push_back(role->resource);
+    ctl.read_at = lpcl::ReadAt::Call;
+    ctl.doc = trim_doc(a.doc);
+    ctl.prov = extracted({fact_ref(a.file, a.line)});
+    if (role->role == "spin") any_spin = true;
+    if (role->role == "arena") any_arena = true;
+    if (role->role == "device") any_device = true;
+    c.controls.push_back(std::move(ctl));
+  }
+
+  // cpu.threads = OWN_KNOB ?? GOTO_... ?? OMP_NUM_THREADS ?? ncpus, each a fallback for the one before.
+  std::vector<lpcl::Control*> chain;
+  for (auto& ctl : c.controls)
+    if (pool_size_knob(ctl)) chain.push_back(&ctl);
+  auto rank = [&](const lpcl::Control* x) {
+    if (!prefix.empty() && x->name.rfind(prefix, 0) == 0) return 0;
+    if (x->name.rfind("OMP_", 0) == 0) return 2;
+    return 1;
+  };
+  std::stable_sort(chain.begin(), chain.end(), [&](auto* a, auto* b) {
+    return rank(a) != rank(b) ? rank(a) < rank(b) : a->name < b->name;
+  });
+  if (!chain.empty()) {
+    Expr e = name_expr("ncpus");
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      Expr b;
+      b.kind = Expr::Kind::Binary;
+      b.op = "??";
+      b.args = {name_expr((*it)->name), e};
+      e = b;
+    }
+    for (size_t i = 1; i < chain.size(); ++i) chain[i]->fallback_for = chain[i - 1]->name;
+    lpcl::Demand d;
+    d.resource = "cpu.threads";
+    d.value = e;
+    d.prov = extracted(chain.front()->prov.refs);
+    c.demands.push_back(std::move(d));
+  }
+
+  // Thread creation: a pool sized for the machine.
+  std::vector<std::string> create_refs, region_refs, affinity_refs, spin_refs, gpu_refs;
+  for (auto& t : facts.threading) {
+    const std::string r = fact_ref(t.file, t.line);
+    if (t.kind == "thread_create" || t.kind == "pool_init") create_refs.push_back(r);
+    if (t.kind == "omp_parallel") { region_refs.push_back(r); create_refs.push_back(r); }
+    if (t.kind == "affinity") affinity_refs.push_back(r);
+    if (t.kind == "spin_wait") spin_refs.push_back(r);
+    if (t.kind == "gpu_call") gpu_refs.push_back(r);
+  }
+  auto assume = [&](const std::string& pred, const std::string& arg, const std::vector<std::string>& refs) {
+    lpcl::Assumption a;
+    a.predicate = pred;
+    a.args = {arg};
+    a.prov = extracted(refs);
+    c.assumptions.push_back(std::move(a));
+  };
+  auto behave = [&](const std::string& name, std::vector<std::pair<std::string, Expr>> params,
+                    const std::vector<std::string>& refs) {
+    lpcl::Behavior b;
+    b.name = name;
+    b.params = std::move(params);
+    b.prov = extracted(refs);
+    c.behaviors.push_back(std::move(b));
+  };
+  if (!create_refs.empty()) {
+    assume("exclusive", "cpu.cores", create_refs);
+    if (!c.demands.empty()) assume("no_nesting", "parallel_region", create_refs);
+    behave("creates_pool", {}, create_refs);
+  }
+  if (!affinity_refs.empty()) behave("pins_threads", {}, affinity_refs);
+  if (any_spin || !spin_refs.empty()) behave("spin_wait", spin_params, spin_refs);
+  if (any_arena) behave("allocates_arenas", {}, {});
+  if (any_device || !gpu_refs.empty()) behave("uses_gpu", {}, gpu_refs);
+  if (!region_refs.empty()) {
+    lpcl::Provides p;
+    p.name = "omp_parallel";
+    p.prov = extracted(region_refs);
+    c.provides.push_back(std::move(p));
+  }
+  if (!create_refs.empty() && !c.demands.empty()) {
+    lpcl::Signal s;
+    s.metric = "os.threads";
+    s.relation = "expect";
+    Expr plus;
+    plus.kind = Expr::Kind::Binary;
+    plus.op = "+";
+    plus.args = {name_expr("cpu.threads"), int_expr(1)};
+    s.value = plus;
+    c.signals.insert(c.signals.begin(), s);
+    lpcl::Signal inv;
+    inv.metric = "os.involuntary_switches";
+    inv.relation = "rises_with";
+    inv.value = name_expr("oversubscription");
+    c.signals.insert(c.signals.begin() + 1, inv);
+  }
+
+  // How applications are matched to this contract.
+  std::set<std::string> seen;
+  for (auto& b : facts.binaries)
+    if (!b.soname.empty() && seen.insert("soname:" + b.soname).second)
+      c.bindings.push_back({"soname", b.soname, {}, {}});
+  for (auto& a : facts.api_controls) {
+    auto slash = a.file.find_last_of('/');
+    std::string base = slash == std::string::npos ? a.file : a.file.substr(slash + 1);
+    if (base.size() > 2 && (base.ends_with(".h") || base.ends_with(".hpp") || base.ends_with(".h++")) &&
+        c.find_control(a.name) && seen.insert("header:" + base).second)
+      c.bindings.push_back({"header", base, {}, {}});
+  }
+  return c;
+}
+
+}  // namespace syspilot::synth

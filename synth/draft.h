@@ -1,0 +1,35 @@
+// Internal pieces shared by the drafter, validators and the synthesis loop.
+#pragma once
+#include <map>
+#include <set>
+#include <string>
+
+#include "extract/facts.h"
+#include "lpcl/ast.h"
+#include "synth/synth.h"
+
+namespace syspilot::synth {
+
+// What the facts say, indexed for grounding: the names and places a draft may mention.
+struct FactIndex {
+  std::set<std::string> env;   // env reads, doc mentions, knob strings in binaries
+  std::set<std::string> api;   // API controls and resource-relevant exports
+  std::set<std::string> refs;  // "file:line" of every fact, and "file" for line-less docs
+  std::set<std::string> sonames;
+  explicit FactIndex(const extract::Facts& f);
+};
+
+// "file:line", or "file" when the line is unknown (documentation URLs).
+std::string fact_ref(const std::string& file, int line);
+
+// Expression builders.
+lpcl::Expr name_expr(const std::string& n);
+lpcl::Expr int_expr(long long v);
+lpcl::Expr literal_expr(const std::string& text, const lpcl::Type& t);  // nullopt-free: may fall back to String
+bool expr_mentions(const lpcl::Expr& e, const std::string& name);
+
+// The contract's name and version from the options and facts.
+std::string contract_name(const extract::Facts& f, const SynthOptions& o);
+std::string contract_version(const SynthOptions& o);
+
+}  // namespace syspilot::synth

@@ -1,0 +1,212 @@
+// The offline drafter, answer extraction, the validators' repairs and prompt rendering.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "lpcl/lpcl.h"
+#include "synth/prompt.h"
+#include "synth/rules.h"
+#include "synth/synth.h"
+#include "tests/synth/fixture.h"
+
+namespace syspilot::synth {
+namespace {
+
+SynthOptions offline_options() {
+  SynthOptions o;
+  o.library = "openblas";
+  o.version = "0.3.21";
+  return o;
+}
+
+TEST(OfflineDrafter, WritesACheckedGroundedContract) {
+  auto r = synthesize(testing::openblas_facts(), offline_options());
+  EXPECT_TRUE(r.converged) << r.open.str() << "\n" << r.text;
+  EXPECT_EQ(r.drafter, "offline");
+  EXPECT_TRUE(r.prompt_id.empty());
+  ASSERT_EQ(r.rounds.size(), 1u);
+  EXPECT_TRUE(r.rounds[0].repairs.empty()) << r.rounds[0].repairs.front();
+  const auto& c = r.contract;
+  auto* n = c.find_control("OPENBLAS_NUM_THREADS");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->type.kind, lpcl::Type::Kind::Int);
+  EXPECT_EQ(n->domain.kind, lpcl::Domain::Kind::Range);
+  EXPECT_EQ(n->prov.origin, lpcl::Origin::Extracted);
+  ASSERT_FALSE(n->prov.refs.empty());
+  EXPECT_EQ(n->prov.refs[0], "driver/others/openblas_env.c:52");
+  EXPECT_EQ(c.find_control("GOTO_NUM_THREADS")->fallback_for, "OPENBLAS_NUM_THREADS");
+  EXPECT_EQ(c.find_control("OMP_NUM_THREADS")->fallback_for, "GOTO_NUM_THREADS");
+  auto* t = c.find_control("OPENBLAS_THREAD_TIMEOUT");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->sets, std::vector<std::string>{"cpu.spin"});
+  ASSERT_TRUE(t->default_value);
+  EXPECT_EQ(lpcl::format(*t->default_value), "28");
+  auto* api = c.find_control("openblas_set_num_threads");
+  ASSERT_NE(api, nullptr);
+  EXPECT_EQ(api->how.kind, lpcl::ControlKind::Kind::Api);
+  EXPECT_EQ(api->how.params, "int num_threads");
+  EXPECT_EQ(c.find_control("HOME"), nullptr);  // read, but nobody's knob
+  ASSERT_EQ(c.demands.size(), 1u);
+  EXPECT_EQ(lpcl::format(c.demands[0].value), "OPENBLAS_NUM_THREADS ?? GOTO_NUM_THREADS ?? OMP_NUM_THREADS ?? ncpus");
+  EXPECT_NE(r.text.find("assume exclusive(cpu.cores)"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("behavior creates_pool"), std::string::npos);
+  EXPECT_NE(r.text.find("behavior spin_wait idle_timeout OPENBLAS_THREAD_TIMEOUT"), std::string::npos);
+  EXPECT_NE(r.text.find("signal introspect env OPENBLAS_VERBOSE = 1"), std::string::npos);
+  EXPECT_NE(r.text.find("binds soname \"libopenblas.so.0\""), std::string::npos);
+  EXPECT_NE(r.text.find("binds header \"cblas.h\""), std::string::npos);
+  EXPECT_NE(r.text.find("origin extracted;"), std::string::npos);
+  EXPECT_EQ(r.text.find("llm"), std::string::npos);  // never presented as a model's work
+}
+
+TEST(OfflineDrafter, IsDeterministic) {
+  auto f = testing::openblas_facts();
+  auto a = synthesize(f, offline_options());
+  std::reverse(f.env_vars.begin(), f.env_vars.end());
+  auto b = synthesize(f, offline_options());
+  EXPECT_EQ(a.text, b.text);
+}
+
+TEST(OfflineDrafter, ZeroDefaultOfAThreadCountIsTheUnsetSentinel) {
+  auto f = testing::openblas_facts();
+  f.env_vars[1].default_value = "0";  // OPENBLAS_NUM_THREADS
+  auto c = draft_offline(f, offline_options());
+  EXPECT_FALSE(c.find_control("OPENBLAS_NUM_THREADS")->default_value.has_value());
+}
+
+TEST(OfflineDrafter, EmptyFactsGiveAnEmptyButValidContract) {
+  extract::Facts f;
+  auto r = synthesize(f, offline_options());
+  EXPECT_TRUE(r.converged) << r.open.str();
+  EXPECT_TRUE(r.contract.controls.empty());
+}
+
+TEST(KnobRules, ClassifyByName) {
+  EXPECT_EQ(classify_knob("GOMP_SPINCOUNT")->role, "spin");
+  EXPECT_EQ(classify_knob("OPENBLAS_THREAD_TIMEOUT")->role, "spin");
+  EXPECT_EQ(classify_knob("OMP_WAIT_POLICY")->resource, "cpu.spin");
+  EXPECT_EQ(classify_knob("KMP_AFFINITY")->resource, "cpu.cores");
+  EXPECT_EQ(classify_knob("BLIS_JC_NT")->role, "threads");
+  EXPECT_EQ(classify_knob("MALLOC_ARENA_MAX")->resource, "mem.arenas");
+  EXPECT_EQ(classify_knob("CUDA_VISIBLE_DEVICES")->resource, "gpu.device");
+  EXPECT_EQ(classify_knob("CUDA_DEVICE_MAX_CONNECTIONS")->resource, "gpu.streams");
+  EXPECT_EQ(classify_knob("OMP_MAX_ACTIVE_LEVELS")->role, "nesting");
+  EXPECT_EQ(classify_knob("do_something", "threads")->resource, "cpu.threads");
+  EXPECT_FALSE(classify_knob("HOME").has_value());
+  EXPECT_FALSE(classify_knob("OPENBLAS_CORETYPE").has_value());
+}
+
+TEST(ExtractLpcl, EveryAnswerShape) {
+  const std::string c = testing::kGoodDraft;
+  auto ok = [&](const std::string& answer) {
+    Diagnostics d;
+    std::string got = extract_lpcl(answer, d);
+    EXPECT_FALSE(d.has_errors()) << d.str();
+    EXPECT_EQ(got.substr(0, 17), "contract openblas") << answer;
+    Diagnostics pd;
+    auto doc = lpcl::parse(got, "x", pd);
+    EXPECT_FALSE(pd.has_errors()) << pd.str() << "\n" << got;
+    return doc.contracts.size();
+  };
+  EXPECT_EQ(ok(c), 1u);
+  EXPECT_EQ(ok("```lpcl\n" + c + "```"), 1u);
+  EXPECT_EQ(ok("Here you go.\n```\n" + c + "```\nDone."), 1u);
+  EXPECT_EQ(ok("I wrote this:\n" + c + "\nHope it helps {really}."), 1u);
+  nlohmann::json j = {{"lpcl", c}};
+  EXPECT_EQ(ok(j.dump()), 1u);
+  EXPECT_EQ(ok("```json\n" + j.dump(2) + "\n```"), 1u);
+  EXPECT_EQ(ok("Result: " + j.dump() + " -- end"), 1u);
+  // LPCL-JSON: the machine form of the same contract.
+  Diagnostics d;
+  auto doc = lpcl::parse(c, "x", d);
+  ASSERT_FALSE(d.has_errors());
+  EXPECT_EQ(ok(lpcl::to_json(doc.contracts[0]).dump()), 1u);
+  // A brace inside a string does not end the contract early.
+  std::string tricky = "contract x \"1\" {\n  doc \"uses } and { freely\";\n}\ntrailing words";
+  Diagnostics td;
+  EXPECT_EQ(extract_lpcl(tricky, td), tricky.substr(0, tricky.find("trailing")));
+}
+
+TEST(ExtractLpcl, NoContractIsAClearError) {
+  for (std::string a : {"", "   \n", "I cannot help with that.", "{\"answer\": 42}", "```python\nprint(1)\n```"}) {
+    Diagnostics d;
+    EXPECT_EQ(extract_lpcl(a, d), "");
+    ASSERT_TRUE(d.has_errors()) << a;
+    EXPECT_EQ(d.items()[0].code, "no-lpcl");
+    EXPECT_FALSE(d.items()[0].hint.empty());
+  }
+}
+
+TEST(Validate, ReportsWithoutRepairingWhenAskedTo) {
+  Diagnostics pd;
+  auto doc = lpcl::parse(testing::kInventedKnob, "draft", pd);
+  ASSERT_FALSE(pd.has_errors()) << pd.str();
+  auto c = doc.contracts[0];
+  auto d = validate(c, testing::openblas_facts(), false);
+  EXPECT_TRUE(d.has_errors());
+  EXPECT_NE(c.find_control("OPENBLAS_TURBO_MODE"), nullptr);  // untouched
+  bool invented = false, ref = false;
+  for (auto& x : d.items()) {
+    invented |= x.code == "invented-control" && x.message.find("OPENBLAS_TURBO_MODE") != std::string::npos;
+    ref |= x.code == "invented-ref" && x.message.find("blas_server.c:9999") != std::string::npos;
+    if (x.code == "invented-control") EXPECT_GT(x.loc.line, 0);  // points into the draft
+  }
+  EXPECT_TRUE(invented) << d.str();
+  EXPECT_TRUE(ref) << d.str();
+  std::vector<std::string> repairs;
+  validate(c, testing::openblas_facts(), true, &repairs);
+  EXPECT_EQ(c.find_control("OPENBLAS_TURBO_MODE"), nullptr);
+  EXPECT_FALSE(validate(c, testing::openblas_facts(), false).has_errors());
+}
+
+TEST(Prompt, RanksAndTrimsFactsToTheBudget) {
+  auto f = testing::openblas_facts();
+  for (int i = 0; i < 400; ++i) {  // a large tree: many reads of unrelated variables
+    extract::EnvRead e;
+    e.name = "UNRELATED_SETTING_" + std::to_string(i);
+    e.file = "misc/file" + std::to_string(i) + ".c";
+    e.line = i + 1;
+    e.type = "string";
+    f.env_vars.push_back(e);
+  }
+  auto o = offline_options();
+  o.prompt_token_budget = 1500;
+  auto p = build_prompt(f, o);
+  EXPECT_EQ(p.id, "draft-contract@1");
+  EXPECT_LE(p.tokens, 1500u);
+  EXPECT_GT(p.facts_dropped, 300u);
+  EXPECT_NE(p.user.find("lower-ranked facts left out"), std::string::npos);
+  for (auto* k : {"OPENBLAS_NUM_THREADS", "OPENBLAS_THREAD_TIMEOUT", "openblas_set_num_threads", "pthread_create"})
+    EXPECT_NE(p.user.find(k), std::string::npos) << k;
+  o.prompt_token_budget = 1000000;
+  auto all = build_prompt(f, o);
+  EXPECT_EQ(all.facts_dropped, 0u);
+  EXPECT_GT(all.tokens, p.tokens);
+  EXPECT_EQ(all.tokens, approx_tokens(all.system) + approx_tokens(all.user));
+}
+
+TEST(Prompt, TemplatesNeedIdVersionAndParts) {
+  const std::string dir = ::testing::TempDir() + "/synth-prompts";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/draft-contract.txt") << "# id: draft-contract\n=== system\nx\n=== user\ny\n";
+  try {
+    load_template(dir, "draft-contract");
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("# version: N"), std::string::npos) << e.what();
+  }
+  std::ofstream(dir + "/draft-contract.txt") << "# id: other\n# version: 2\n=== system\nx\n=== user\ny\n";
+  EXPECT_THROW(load_template(dir, "draft-contract"), std::runtime_error);
+  EXPECT_THROW(load_template(dir + "/missing", "draft-contract"), std::runtime_error);
+  std::ofstream(dir + "/draft-contract.txt") << "# id: draft-contract\n# version: 7\n=== system\nS {{library}}\n=== user\nU {{version}}\n";
+  auto t = load_template(dir, "draft-contract");
+  EXPECT_EQ(t.ref(), "draft-contract@7");
+  auto o = offline_options();
+  auto p = render(t, testing::openblas_facts(), o);
+  EXPECT_EQ(p.system, "S openblas\n");
+  EXPECT_EQ(p.user, "U 0.3.21\n");
+}
+
+}  // namespace
+}  // namespace syspilot::synth
