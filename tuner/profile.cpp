@@ -2,6 +2,7 @@
 // (D P1 P2 D P1 P2 ...), signals derived per run, and each hypothesis' verdict decided from its
 // rule's checks on medians and on default/probe ratios measured back to back.
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <set>
 #include <sstream>
@@ -210,6 +211,14 @@ Profile profile(const Composition& comp, std::vector<Hypothesis>& hs, const Prof
       e.op = c.op;
       e.threshold = c.threshold;
       bool is_probe = c.signal.rfind("probe.", 0) == 0;
+      if (c.signal == "controls_set") {
+        // How many of the hypothesis' controls the run's environment sets (pinning only
+        // collides when someone asked for it).
+        int n = 0;
+        for (auto& ctl : h.controls) n += base.env_set.count(ctl) || (base.inherit_env && std::getenv(ctl.c_str()));
+        probe_sig["controls_set"] = n;
+        is_probe = true;
+      }
       auto& src = is_probe ? probe_sig : prof.signals;
       auto it = src.find(c.signal);
       if (it == src.end() || std::isnan(it->second)) {
@@ -223,7 +232,7 @@ Profile profile(const Composition& comp, std::vector<Hypothesis>& hs, const Prof
       e.passed = compare(e.value, c.op, c.threshold);
       ++known;
       passed += e.passed;
-      if (is_probe) {
+      if (is_probe && c.signal != "controls_set") {
         e.note = "default vs probe " + env_text(probe->env) + ", median of " + std::to_string(probe->runs.size()) +
                  " interleaved pair(s)";
       }
