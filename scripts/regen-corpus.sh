@@ -23,13 +23,13 @@ for lib in json.load(open(sys.argv[1]))["libraries"]:
     if want and lib["library"] not in want:
         continue
     srcs = [d for d in lib.get("debian", []) if "=" in d]
-    print("\t".join([lib["library"], lib["version"], " ".join(srcs), "\x1f".join(lib["inputs"])]))
+    print("\t".join([lib["library"], lib["version"], " ".join(srcs) or "-", "\x1f".join(lib["inputs"])]))
 PY
 )
 [ -n "$entries" ] || { echo "regen-corpus: no such library in sources.json: $*" >&2; exit 2; }
 
 if [ "${FROM_FACTS:-0}" != 1 ]; then
-  pkgs=$(printf '%s\n' "$entries" | cut -f3 | tr ' ' '\n' | sort -u | grep . || true)
+  pkgs=$(printf '%s\n' "$entries" | cut -f3 | tr ' ' '\n' | sort -u | grep -v '^-$' | grep . || true)
   # shellcheck disable=SC2086
   [ -z "$pkgs" ] || bash "$here/scripts/fetch-sources.sh" $pkgs >/dev/null
 fi

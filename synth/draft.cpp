@@ -18,6 +18,21 @@ std::string fact_ref(const std::string& file, int line) {
   return line > 0 ? file + ":" + std::to_string(line) : file;
 }
 
+std::string lpcl_name(const std::string& n) {
+  std::string out;
+  for (size_t i = 0; i < n.size(); ++i) {
+    if (n.compare(i, 2, "::") == 0) {
+      out += '.';
+      ++i;
+    } else if (std::isalnum(static_cast<unsigned char>(n[i])) || n[i] == '_') {
+      out += n[i];
+    } else {
+      return "";  // operators, templates: no LPCL name
+    }
+  }
+  return out.empty() || out[0] == '.' || std::isdigit(static_cast<unsigned char>(out[0])) ? "" : out;
+}
+
 FactIndex::FactIndex(const extract::Facts& f) {
   for (auto& e : f.env_vars) {
     env.insert(e.name);
@@ -29,6 +44,7 @@ FactIndex::FactIndex(const extract::Facts& f) {
   }
   for (auto& a : f.api_controls) {
     api.insert(a.name);
+    api.insert(lpcl_name(a.name));
     refs.insert(fact_ref(a.file, a.line));
   }
   for (auto& t : f.threading) refs.insert(fact_ref(t.file, t.line));
@@ -272,9 +288,10 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
 
   for (auto& a : facts.api_controls) {
     auto role = classify_knob(a.name, a.category);
-    if (!role || c.find_control(a.name)) continue;
+    const std::string name = lpcl_name(a.name);
+    if (!role || name.empty() || c.find_control(name)) continue;
     lpcl::Control ctl;
-    ctl.name = a.name;
+    ctl.name = name;
     ctl.how.kind = lpcl::ControlKind::Kind::Api;
     ctl.how.params = params_of(a.signature);
     ctl.type.kind = Type::Kind::Int;

@@ -19,6 +19,10 @@ struct FactIndex {
   explicit FactIndex(const extract::Facts& f);
 };
 
+// An API name as an LPCL name ("tbb::global_control" -> "tbb.global_control"); empty when
+// it has no such form (operators, template arguments).
+std::string lpcl_name(const std::string& n);
+
 // "file:line", or "file" when the line is unknown (documentation URLs).
 std::string fact_ref(const std::string& file, int line);
 
