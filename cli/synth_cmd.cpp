@@ -207,7 +207,7 @@ void run_bench(const BenchArgs& a, Context& ctx) {
               << std::setw(14) << p.tokens << std::setw(14) << full.tokens << "\n";
   }
   std::cout << "\n" << n << " libraries, " << std::fixed << std::setprecision(1) << contracts / total_s
-            << " contracts/s offline (validation and formatting included, median-free: " << a.repeat
+            << " contracts/s offline (validation, overlay and formatting included; " << a.repeat
             << " repeats each), " << (n ? tokens / n : 0) << " prompt tokens per contract (budget 6000)\n";
   ctx.exit_code = kOk;
 }
