@@ -101,8 +101,11 @@ TEST(TuneLive, NestedOpenBlasInOpenMp) {
   expect_found_and_reproduced(o);
   // Every configuration the search proposed met the hypothesis' constraint (the default, the
   // reference, is the only one that may break it).
-  for (const auto& t : o.result.trials)
-    if (!t.config.empty()) EXPECT_TRUE(s.admits(t.config, MachineFacts::detect())) << to_string(t.config);
+  for (const auto& t : o.result.trials) {
+    if (!t.config.empty()) {
+      EXPECT_TRUE(s.admits(t.config, MachineFacts::detect())) << to_string(t.config);
+    }
+  }
 }
 
 TEST(TuneLive, SpinInterferenceBesidePthreadPool) {
