@@ -1,0 +1,424 @@
+// The HTTP API over real loopback HTTP(S): every endpoint, authentication, limits, malformed
+// input, traversal attempts, jobs (concurrency, back-pressure, cancellation), TLS.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+
+#include "extract/extract.h"
+#include "lpcl/lpcl.h"
+#include "service/service.h"
+#include "synth/synth.h"
+#include "tests/service/fixture.h"
+#include "tests/support/fake_llm.h"
+
+namespace syspilot::service::test {
+namespace {
+
+using nlohmann::json;
+
+struct Api : ::testing::Test {
+  TempDir tmp;
+  std::unique_ptr<Service> svc;
+  std::string write_token, read_token;
+  std::unique_ptr<httplib::Client> cli;
+
+  void start(std::function<void(ServiceOptions&)> tweak = {}) {
+    ServiceOptions o;
+    o.db_path = tmp.str("db.sqlite");
+    o.port = 0;
+    o.source_roots = {tmp.str("root")};
+    o.work_dir = tmp.str("work");
+    o.workers = 2;
+    o.queue_capacity = 8;
+    o.http_threads = 8;
+    o.limits.max_body_bytes = 64 << 10;
+    o.shutdown_grace_s = 1;
+    fs::create_directories(tmp.path() / "root");
+    if (tweak) tweak(o);
+    Diagnostics d;
+    svc = Service::create(o, d);
+    ASSERT_TRUE(svc) << d.str();
+    ASSERT_TRUE(svc->start(d)) << d.str();
+    write_token = create_token(o.db_path, Scope::Write, "test writer");
+    read_token = create_token(o.db_path, Scope::Read, "test reader");
+    cli = std::make_unique<httplib::Client>("127.0.0.1", svc->port());
+    cli->set_read_timeout(30);
+  }
+  void TearDown() override {
+    if (svc) svc->stop();
+  }
+
+  httplib::Headers auth(const std::string& token) { return {{"Authorization", "Bearer " + token}}; }
+
+  json get_json(const std::string& path, int expect = 200, const std::string& token = "") {
+    auto r = cli->Get(path.c_str(), auth(token.empty() ? read_token : token));
+    EXPECT_TRUE(r);
+    if (!r) return nullptr;
+    EXPECT_EQ(r->status, expect) << path << " -> " << r->body;
+    auto j = json::parse(r->body, nullptr, false);
+    return j;
+  }
+  httplib::Result post(const std::string& path, const json& body, const std::string& token = "") {
+    return cli->Post(path.c_str(), auth(token.empty() ? write_token : token), body.dump(), "application/json");
+  }
+
+  std::string dir_release(const std::string& name, const std::string& version) {
+    fs::path d = tmp.path() / "root" / (name + "-" + version);
+    write_foo_release(d, version);
+    return d.string();
+  }
+
+  // Submits a dir synthesis; returns the job id.
+  std::string submit(const std::string& lib, const std::string& version, json extra = json::object()) {
+    json body = {{"library", lib}, {"version", version},
+                 {"source", {{"kind", "dir"}, {"path", dir_release(lib, version)}}}};
+    body.update(extra);
+    auto r = post("/v1/synthesize", body);
+    EXPECT_TRUE(r);
+    if (!r) return "";
+    EXPECT_EQ(r->status, 202) << r->body;
+    EXPECT_EQ(r->get_header_value("Location").rfind("/v1/jobs/job_", 0), 0u);
+    return json::parse(r->body)["job"]["id"];
+  }
+
+  json wait_job(const std::string& id, double seconds = 60) {
+    json job;
+    eventually(
+        [&] {
+          job = get_json("/v1/jobs/" + id)["job"];
+          std::string s = job.value("state", "");
+          return s == "succeeded" || s == "failed" || s == "cancelled";
+        },
+        seconds);
+    return job;
+  }
+
+  std::string error_code(const httplib::Result& r) {
+    if (!r) return "no response";
+    auto j = json::parse(r->body, nullptr, false);
+    if (j.is_discarded() || !j.contains("error")) return "not a JSON error: " + r->body;
+    return j["error"].value("code", "");
+  }
+};
+
+TEST_F(Api, HealthzNeedsNoToken) {
+  start();
+  auto r = cli->Get("/healthz");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(json::parse(r->body)["status"], "ok");
+}
+
+TEST_F(Api, AuthenticationAndScopes) {
+  start();
+  auto r = cli->Get("/v1/libraries");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  EXPECT_EQ(error_code(r), "unauthorized");
+  EXPECT_NE(r->get_header_value("WWW-Authenticate").find("Bearer"), std::string::npos);
+  r = cli->Get("/v1/libraries", auth("spt_0000000000000000000000000000000000000000000000"));
+  EXPECT_EQ(r->status, 401);
+  r = cli->Get("/v1/libraries", {{"Authorization", "Basic dXNlcjpwYXNz"}});
+  EXPECT_EQ(r->status, 401);
+  r = cli->Get("/v1/libraries", auth(read_token));
+  EXPECT_EQ(r->status, 200);
+  // A read token cannot write.
+  r = post("/v1/synthesize", {{"library", "foo"}, {"version", "1"}}, read_token);
+  EXPECT_EQ(r->status, 403);
+  EXPECT_EQ(error_code(r), "forbidden");
+  r = cli->Delete("/v1/jobs/job_00", auth(read_token));
+  EXPECT_EQ(r->status, 403);
+  r = cli->Get("/metrics");
+  EXPECT_EQ(r->status, 401);
+  // Revoked tokens stop working at once.
+  auto tokens = list_tokens(tmp.str("db.sqlite"));
+  ASSERT_EQ(tokens.size(), 2u);
+  EXPECT_EQ(tokens[1].prefix, read_token.substr(0, 10));
+  EXPECT_TRUE(revoke_token(tmp.str("db.sqlite"), tokens[1].id));
+  r = cli->Get("/v1/libraries", auth(read_token));
+  EXPECT_EQ(r->status, 401);
+  // The database holds digests, never the tokens.
+  EXPECT_EQ(read_file(tmp.path() / "db.sqlite").find(write_token), std::string::npos);
+}
+
+TEST_F(Api, PublicReadAllowsReadsOnly) {
+  start([](ServiceOptions& o) { o.public_read = true; });
+  EXPECT_EQ(cli->Get("/v1/libraries")->status, 200);
+  EXPECT_EQ(cli->Post("/v1/synthesize", "{}", "application/json")->status, 401);
+}
+
+TEST_F(Api, MalformedAndOversizedRequests) {
+  start();
+  auto r = cli->Post("/v1/synthesize", auth(write_token), "{\"library\": ", "application/json");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(error_code(r), "malformed-json");
+  r = cli->Post("/v1/synthesize", auth(write_token), "[1, 2]", "application/json");
+  EXPECT_EQ(error_code(r), "malformed-json");
+  r = post("/v1/synthesize", {{"library", 7}, {"version", "1"}});
+  EXPECT_EQ(r->status, 400);
+  r = post("/v1/synthesize", {{"library", "foo"}, {"version", "1"}});
+  EXPECT_EQ(error_code(r), "bad-source");
+  r = post("/v1/synthesize", {{"library", "../etc"}, {"version", "1"}, {"source", {{"kind", "dir"}}}});
+  EXPECT_EQ(error_code(r), "bad-library");
+  r = cli->Post("/v1/synthesize", auth(write_token), "library=foo", "application/x-www-form-urlencoded");
+  EXPECT_EQ(r->status, 415);
+  // Body over the limit: 413, and the service stays up.
+  std::string big(100 << 10, 'x');
+  r = cli->Post("/v1/synthesize", auth(write_token), "{\"pad\": \"" + big + "\"}", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
+  // Headers over the limit: 431.
+  httplib::Headers h = auth(read_token);
+  for (int i = 0; i < 12; ++i) h.emplace("X-Pad-" + std::to_string(i), std::string(1000, 'a'));
+  r = cli->Get("/v1/libraries", h);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 431);
+  EXPECT_EQ(error_code(r), "headers-too-large");
+  // Unknown endpoints answer a JSON 404.
+  r = cli->Get("/v2/anything", auth(read_token));
+  EXPECT_EQ(r->status, 404);
+  EXPECT_EQ(error_code(r), "not-found");
+  EXPECT_EQ(cli->Get("/healthz")->status, 200);
+}
+
+TEST_F(Api, TraversalAttemptsAreRejected) {
+  start();
+  fs::create_directories(tmp.path() / "secret");
+  write_file(tmp.path() / "secret" / "key.c", "const char* k = \"do not read\";\n");
+  fs::create_directory_symlink(tmp.path() / "secret", tmp.path() / "root" / "link-out");
+  auto try_source = [&](const json& src) {
+    return error_code(post("/v1/synthesize", {{"library", "foo"}, {"version", "1.0"}, {"source", src}}));
+  };
+  EXPECT_EQ(try_source({{"kind", "dir"}, {"path", tmp.str("root/../secret")}}), "path-traversal");
+  EXPECT_EQ(try_source({{"kind", "dir"}, {"path", tmp.str("secret")}}), "path-traversal");
+  EXPECT_EQ(try_source({{"kind", "dir"}, {"path", tmp.str("root/link-out")}}), "path-traversal");
+  EXPECT_EQ(try_source({{"kind", "dir"}, {"path", "/etc"}}), "path-traversal");
+  EXPECT_EQ(try_source({{"kind", "tarball"}, {"path", "/etc/passwd"}}), "path-traversal");
+  EXPECT_EQ(try_source({{"kind", "git"}, {"url", "--upload-pack=id"}, {"ref", "v1"}}), "option-injection");
+  EXPECT_EQ(try_source({{"kind", "git"}, {"url", "ext::sh -c id"}, {"ref", "v1"}}), "url-scheme");
+  EXPECT_EQ(try_source({{"kind", "debian-source"}, {"package", "-o"}, {"version", "1"}}), "option-injection");
+  // Encoded traversal in the URL path never reaches a file.
+  for (const char* path : {"/v1/libraries/..%2F..%2Fetc%2Fpasswd/contracts", "/v1/libraries/foo/contracts/..%2F..%2Fx",
+                           "/v1/libraries/%2e%2e/contracts"}) {
+    auto r = cli->Get(path, auth(read_token));
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(r->status == 400 || r->status == 404) << path << " -> " << r->status;
+  }
+  EXPECT_EQ(get_json("/v1/jobs")["jobs"].size(), 0u);  // nothing was queued
+}
+
+TEST_F(Api, SynthesizeThenReadContractsVersionsAndDiff) {
+  start();
+  json job = wait_job(submit("foo", "1.0.0"));
+  ASSERT_EQ(job["state"], "succeeded") << job.dump(2);
+  EXPECT_EQ(job["result"]["status"], "stored");
+  EXPECT_EQ(job["progress"], 1.0);
+  EXPECT_FALSE(job["log"].empty());
+  job = wait_job(submit("foo", "1.1.0"));
+  ASSERT_EQ(job["state"], "succeeded") << job.dump(2);
+  EXPECT_EQ(job["result"]["previous_version"], "1.0.0");
+
+  json libs = get_json("/v1/libraries")["libraries"];
+  ASSERT_EQ(libs.size(), 1u);
+  EXPECT_EQ(libs[0]["name"], "foo");
+  EXPECT_EQ(libs[0]["latest_version"], "1.1.0");
+  json versions = get_json("/v1/libraries/foo/contracts")["versions"];
+  ASSERT_EQ(versions.size(), 2u);
+  EXPECT_EQ(versions[0]["version"], "1.0.0");
+
+  auto r = cli->Get("/v1/libraries/foo/contracts/1.1.0", auth(read_token));
+  ASSERT_EQ(r->status, 200) << r->body;
+  json c = json::parse(r->body);
+  EXPECT_EQ(c["library"], "foo");
+  EXPECT_NE(c["lpcl"].get<std::string>().find("FOO_NUM_THREADS"), std::string::npos);
+  EXPECT_TRUE(c["contract"].is_object());
+  std::string etag = r->get_header_value("ETag");
+  ASSERT_FALSE(etag.empty());
+  httplib::Headers h = auth(read_token);
+  h.emplace("If-None-Match", etag);
+  auto cached = cli->Get("/v1/libraries/foo/contracts/1.1.0", h);
+  EXPECT_EQ(cached->status, 304);
+  EXPECT_TRUE(cached->body.empty());
+
+  httplib::Headers lp = auth(read_token);
+  lp.emplace("Accept", "text/x-lpcl");
+  auto text = cli->Get("/v1/libraries/foo/contracts/1.1.0", lp);
+  ASSERT_EQ(text->status, 200);
+  EXPECT_NE(text->get_header_value("Content-Type").find("text/x-lpcl"), std::string::npos);
+  EXPECT_EQ(text->body, c["lpcl"].get<std::string>());
+  EXPECT_NE(text->get_header_value("ETag"), etag);
+  Diagnostics d;
+  EXPECT_EQ(lpcl::parse(text->body, "served", d).contracts.size(), 1u) << d.str();
+
+  json diff = get_json("/v1/libraries/foo/diff?from=1.0.0&to=1.1.0");
+  EXPECT_NE(diff["text"].get<std::string>().find("FOO_SPIN_TIMEOUT"), std::string::npos) << diff.dump(2);
+  EXPECT_FALSE(diff["changes"].empty());
+  json none = get_json("/v1/libraries/foo/diff?from=1.1.0&to=1.1.0");
+  EXPECT_TRUE(none["text"].get<std::string>().empty()) << none.dump();
+
+  // Unknown things are 404 with a hint; missing parameters are 400.
+  EXPECT_EQ(get_json("/v1/libraries/foo/contracts/9.9", 404)["error"]["code"], "unknown-version");
+  EXPECT_NE(get_json("/v1/libraries/foo/contracts/9.9", 404)["error"]["hint"].get<std::string>().find("1.0.0"),
+            std::string::npos);
+  EXPECT_EQ(get_json("/v1/libraries/bar/contracts", 404)["error"]["code"], "unknown-library");
+  EXPECT_EQ(get_json("/v1/libraries/foo/diff?from=1.0.0&to=2.0", 404)["error"]["code"], "unknown-version");
+  EXPECT_EQ(get_json("/v1/libraries/foo/diff?from=1.0.0", 400)["error"]["code"], "missing-parameter");
+  EXPECT_EQ(get_json("/v1/jobs/job_ffff", 404)["error"]["code"], "unknown-job");
+  EXPECT_EQ(get_json("/v1/libraries/foo/contracts/1.0.0?revision=x", 400)["error"]["code"], "bad-revision");
+
+  // Same input again: the job recognises it and redoes nothing.
+  job = wait_job(submit("foo", "1.1.0"));
+  EXPECT_EQ(job["result"]["status"], "unchanged") << job.dump(2);
+
+  std::string metrics = cli->Get("/metrics", auth(read_token))->body;
+  EXPECT_NE(metrics.find("syspilot_http_requests_total{method=\"GET\",route=\"/v1/libraries/{lib}/contracts/{version}\",code=\"304\"} 1"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("syspilot_jobs{state=\"succeeded\"} 3"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("syspilot_cache_hits_total{cache=\"input\"} 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("syspilot_http_request_duration_seconds_bucket"), std::string::npos);
+}
+
+TEST_F(Api, ConcurrentSynthesizeJobs) {
+  start([](ServiceOptions& o) { o.workers = 2; });
+  std::vector<std::string> ids(4);
+  std::vector<std::thread> threads;
+  const char* libs[] = {"alpha", "beta", "gamma", "delta"};
+  for (int i = 0; i < 4; ++i) dir_release(libs[i], "1.0.0");
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&, i] {
+      httplib::Client c("127.0.0.1", svc->port());
+      json body = {{"library", libs[i]}, {"version", "1.0.0"},
+                   {"source", {{"kind", "dir"}, {"path", tmp.str(std::string("root/") + libs[i] + "-1.0.0")}}}};
+      auto r = c.Post("/v1/synthesize", auth(write_token), body.dump(), "application/json");
+      if (r && r->status == 202) ids[i] = json::parse(r->body)["job"]["id"];
+    });
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_FALSE(ids[i].empty());
+    json job = wait_job(ids[i]);
+    EXPECT_EQ(job["state"], "succeeded") << job.dump(2);
+    EXPECT_EQ(job["library"], libs[i]);
+  }
+  EXPECT_EQ(get_json("/v1/libraries")["libraries"].size(), 4u);
+}
+
+struct SlowLlm : Api {
+  testsupport::FakeLlmServer llm;
+  std::string draft_for(const std::string& lib, const std::string& version) {
+    extract::ExtractOptions eo;
+    eo.paths = {dir_release(lib, version)};
+    eo.library = lib;
+    synth::SynthOptions so;
+    so.library = lib;
+    so.version = version;
+    return lpcl::format(synth::draft_offline(extract::extract(eo), so));
+  }
+};
+
+TEST_F(SlowLlm, QueueFullGives429AndDeleteCancels) {
+  start([](ServiceOptions& o) {
+    o.workers = 1;
+    o.queue_capacity = 1;
+  });
+  auto slow = testsupport::ScriptedReply::answer(draft_for("foo", "1.0.0"));
+  slow.delay_s = 20;
+  llm.fallback(slow);
+  json with_llm = {{"llm", {{"url", llm.url()}, {"model", "m"}, {"api_key", "sk-secret-4711"}}}};
+  std::string running = submit("foo", "1.0.0", with_llm);
+  // Running and waiting for the (slow) LLM answer.
+  ASSERT_TRUE(eventually([&] { return llm.request_count() >= 1; }));
+  std::string queued = submit("foo", "1.1.0", with_llm);
+  auto r = post("/v1/synthesize", {{"library", "foo"}, {"version", "1.2.0"},
+                                   {"source", {{"kind", "dir"}, {"path", dir_release("foo", "1.2.0")}}}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 429);
+  EXPECT_EQ(r->get_header_value("Retry-After"), "5");
+  EXPECT_EQ(error_code(r), "queue-full");
+
+  // Cancel the queued job at once, the running one cooperatively.
+  auto d = cli->Delete(("/v1/jobs/" + queued).c_str(), auth(write_token));
+  EXPECT_EQ(d->status, 200);
+  EXPECT_EQ(json::parse(d->body)["job"]["state"], "cancelled");
+  d = cli->Delete(("/v1/jobs/" + running).c_str(), auth(write_token));
+  EXPECT_EQ(d->status, 202);
+  json job = wait_job(running, 30);
+  EXPECT_EQ(job["state"], "cancelled");
+  d = cli->Delete(("/v1/jobs/" + running).c_str(), auth(write_token));
+  EXPECT_EQ(d->status, 409);
+  EXPECT_EQ(cli->Delete("/v1/jobs/job_abc", auth(write_token))->status, 404);
+
+  // The API key reached the endpoint but is never shown or stored.
+  EXPECT_EQ(llm.requests()[0].authorization, "Bearer sk-secret-4711");
+  EXPECT_EQ(cli->Get(("/v1/jobs/" + running).c_str(), auth(read_token))->body.find("sk-secret"), std::string::npos);
+  EXPECT_EQ(cli->Get("/v1/jobs", auth(read_token))->body.find("sk-secret"), std::string::npos);
+  EXPECT_EQ(read_file(tmp.path() / "db.sqlite").find("sk-secret"), std::string::npos);
+  EXPECT_EQ(read_file(tmp.path() / "db.sqlite-wal").find("sk-secret"), std::string::npos);
+}
+
+TEST_F(Api, RegenerateEndpoint) {
+  std::string repo = make_foo_repo(tmp.path() / "root" / "foo.git");
+  write_file(tmp.path() / "regen.json",
+             json{{"libraries", {{{"name", "foo"}, {"feeds", {{{"kind", "git"}, {"url", repo}}}}}}}}.dump());
+  start([&](ServiceOptions& o) { o.regen_config = tmp.str("regen.json"); });
+  EXPECT_EQ(error_code(post("/v1/regenerate", {{"library", "nope"}})), "not-tracked");
+  auto r = post("/v1/regenerate", json::object());
+  ASSERT_EQ(r->status, 202) << r->body;
+  json jobs = json::parse(r->body)["jobs"];
+  ASSERT_EQ(jobs.size(), 1u);
+  json job = wait_job(jobs[0]["id"]);
+  ASSERT_EQ(job["state"], "succeeded") << job.dump(2);
+  EXPECT_EQ(job["result"]["releases"].size(), 2u);
+  EXPECT_NE(job["result"]["changelog"].get<std::string>().find("FOO_SPIN_TIMEOUT"), std::string::npos);
+  EXPECT_EQ(get_json("/v1/libraries/foo/contracts")["versions"].size(), 2u);
+}
+
+TEST_F(Api, RegenerateWithoutConfigIsAConflict) {
+  start();
+  EXPECT_EQ(error_code(post("/v1/regenerate", json::object())), "no-regen-config");
+}
+
+TEST_F(Api, ServesHttpsWithASelfSignedCertificate) {
+  auto tls = testsupport::make_self_signed_cert(tmp.str());
+  start([&](ServiceOptions& o) {
+    o.tls_cert = tls.cert;
+    o.tls_key = tls.key;
+  });
+  httplib::SSLClient c("127.0.0.1", svc->port());
+  c.set_ca_cert_path(tls.cert.c_str());
+  c.enable_server_certificate_verification(true);
+  auto r = c.Get("/v1/libraries", auth(read_token));
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, 200);
+  // Plain HTTP to the TLS port gets no answer.
+  httplib::Client plain("127.0.0.1", svc->port());
+  plain.set_read_timeout(3);
+  auto p = plain.Get("/healthz");
+  EXPECT_TRUE(!p || p->status != 200);
+  // A certificate the client does not trust is refused.
+  httplib::SSLClient strict("127.0.0.1", svc->port());
+  strict.enable_server_certificate_verification(true);
+  EXPECT_FALSE(strict.Get("/healthz"));
+}
+
+TEST(ServiceOptionsCheck, BadTlsFilesAndPortsAreReported) {
+  TempDir tmp;
+  write_file(tmp.path() / "cert.pem", "not a certificate");
+  ServiceOptions o;
+  o.db_path = tmp.str("db.sqlite");
+  o.port = 0;
+  o.tls_cert = tmp.str("cert.pem");
+  o.tls_key = tmp.str("cert.pem");
+  Diagnostics d;
+  auto svc = Service::create(o, d);
+  ASSERT_TRUE(svc) << d.str();
+  EXPECT_FALSE(svc->start(d));
+  EXPECT_NE(d.str().find("TLS"), std::string::npos);
+  o.tls_key.clear();
+  Diagnostics d2;
+  EXPECT_FALSE(Service::create(o, d2));
+}
+
+}  // namespace
+}  // namespace syspilot::service::test
