@@ -124,12 +124,21 @@ struct Candidates {
     std::vector<std::string> names = {lib.soname};
     if (!lib.real_path.empty()) names.push_back(fs::path(lib.real_path).filename().string());
     if (!lib.path.empty()) names.push_back(fs::path(lib.path).filename().string());
-    for (auto& c : all)
+    // Variants of one library share a soname (Debian's OpenBLAS pthreads and OpenMP builds):
+    // among the matches, prefer the contract named after the build the path resolved to.
+    std::string variant = lib.variant;
+    std::replace(variant.begin(), variant.end(), '-', '_');
+    const ContractUse* first = nullptr;
+    for (auto& c : all) {
+      bool match = false;
       for (auto& b : c.contract.bindings)
         if (b.kind == "soname")
-          for (auto& n : names)
-            if (glob_match(b.pattern, n)) return &c;
-    return nullptr;
+          for (auto& n : names) match |= glob_match(b.pattern, n);
+      if (!match) continue;
+      if (!variant.empty() && c.contract.name == variant) return &c;
+      if (!first) first = &c;
+    }
+    return first;
   }
 
   const ContractUse* by_name(const std::string& name) const {
