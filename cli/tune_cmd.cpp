@@ -22,8 +22,6 @@
 #include "tuner/session.h"
 #include "tuner/space.h"
 
-extern char** environ;
-
 namespace syspilot::cli {
 namespace {
 
@@ -57,16 +55,6 @@ std::string shell_quote(const std::string& v) {
   std::string q = "'";
   for (char c : v) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
-}
-
-std::map<std::string, std::string> inherited() {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    std::string kv(*e);
-    auto eq = kv.find('=');
-    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  return env;
 }
 
 SpaceEdits parse_edits(const TuneArgs& a) {
@@ -324,7 +312,7 @@ int run_tune(TuneArgs a) {
   std::string basis = d.ver && d.ver->ok
                           ? "fresh re-measurement, median of " + std::to_string(a.verify) + " interleaved pairs"
                           : "trial medians";
-  auto env = environment_for(space, best.config, shim_path(), inherited());
+  auto env = environment_for(space, best.config, shim_path(), inherited_environment());
   auto confirms = confirmed_by(best.config, gs, space, machine);
   std::ostream& info = a.export_only ? std::cerr : std::cout;
   for (const auto& [k, v] : env) std::cout << (a.export_only ? "export " : "") << k << "=" << shell_quote(v) << "\n";

@@ -21,8 +21,6 @@ extern char** environ;
 
 namespace syspilot::tuner {
 
-namespace {
-
 std::map<std::string, std::string> inherited_environment() {
   std::map<std::string, std::string> env;
   for (char** e = environ; e && *e; ++e) {
@@ -32,6 +30,8 @@ std::map<std::string, std::string> inherited_environment() {
   }
   return env;
 }
+
+namespace {
 
 std::string tail(const std::string& s, size_t n) { return s.size() > n ? s.substr(s.size() - n) : s; }
 

@@ -39,6 +39,9 @@ class LiveObjective : public Objective {
 // capture group when it has one. nullopt when nothing matches or the match is not a number.
 std::optional<double> read_metric(const std::string& output, const std::string& regex);
 
+// This process's environment as a map: what a trial's child inherits before its controls apply.
+std::map<std::string, std::string> inherited_environment();
+
 // Interleaved fresh measurement of the reference against a candidate: R C R C ..., `pairs`
 // each, after one unmeasured warm-up of each. speedup = median over pairs of R / C (for negated
 // metrics, C / R); spread is the relative half-range of the per-pair ratios.
