@@ -28,4 +28,9 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Writes `text` to `path` through a temporary file in the same folder and a rename, so an
+// interrupted write never leaves half a file or truncates the one it replaces. Throws
+// UsageError saying which path could not be written.
+void write_file_atomically(const std::string& path, const std::string& text);
+
 }  // namespace syspilot::cli

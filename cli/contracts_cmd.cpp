@@ -160,24 +160,6 @@ nlohmann::json diagnostics_json(const Diagnostics& d) {
   return a;
 }
 
-// Writes through a temporary file and rename, so an interrupted export never leaves half a file.
-void write_file_atomically(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw UsageError("cannot write '" + path + "': check that its folder exists and is writable");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw UsageError("cannot replace '" + path + "'");
-  }
-}
-
 struct Args {
   std::string db, lib, version, v1, v2, output;
   std::vector<std::string> files;

@@ -35,24 +35,6 @@ std::string read_all(const std::string& path) {
   return ss.str();
 }
 
-// Writes through a temporary file and rename, so an interrupted write never truncates the original.
-void write_atomically(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".fmt-tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw UsageError("cannot write '" + tmp + "'");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw UsageError("cannot replace '" + path + "'");
-  }
-}
-
 // Parses FILE; on a syntax or input error prints the diagnostics and throws exit 2.
 // `text`, when given, receives the input (stdin can be read only once).
 lpcl::Document parse_or_fail(const std::string& path, std::string* text = nullptr) {
@@ -118,7 +100,7 @@ void register_fmt(CLI::App& app, Context& ctx) {
           ctx.exit_code = kFindings;
         }
       } else if (*write) {
-        if (formatted != original) write_atomically(f, formatted);
+        if (formatted != original) write_file_atomically(f, formatted);
       } else {
         std::cout << formatted;
       }

@@ -1,0 +1,28 @@
+// The one way the commands write an output file: through a temporary file and a rename.
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "cli/command.h"
+
+namespace syspilot::cli {
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw UsageError("cannot write '" + path + "': check that its folder exists and is writable");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw UsageError("cannot replace '" + path + "'");
+  }
+}
+
+}  // namespace syspilot::cli
