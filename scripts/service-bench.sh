@@ -61,10 +61,14 @@ run() {  # NAME PATH CONNECTIONS
   errs=$(awk '/Non-2xx|Socket errors/{printf "%s ", $0}' <<<"$out")
   printf "| %-9s | %3d | %10s | %9s | %9s | %s\n" "$1" "$3" "$rps" "$p50" "$p99" "${errs:-}"
 }
+# Other work on the machine shows in the figures: print the load average around the runs.
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 echo "syspilot serve load benchmark: $(nproc) CPUs, ${secs} s per run, wrk $(wrk -v 2>&1 | awk 'NR==1{print $2}')"
+echo "load average before: $(loadavg)"
 echo "| endpoint  | conns | req/s | p50 | p99 | errors"
 echo "|---|---|---|---|---|---|"
 for c in 1 16 64; do
   run healthz /healthz "$c"
   run contract /v1/libraries/foo/contracts/1.0.0 "$c"
 done
+echo "load average after: $(loadavg)"

@@ -62,9 +62,15 @@ ComposeAnswer compose_hypotheses(const json& body, const std::string& db_path, j
   req.store_path = db_path;
   Diagnostics diags;
   tuner::Composition comp = tuner::compose_named(req, diags);
-  if (comp.contracts.empty())
-    return {404, "unknown-library", "no contract found for any of the named libraries",
-            "store contracts first (POST /v1/synthesize) or use names from GET /v1/libraries"};
+  // One unknown name fails the request: hypotheses of the rest would silently miss every
+  // interaction with the library the caller named.
+  std::string unknown;
+  for (auto& d : diags.items())
+    if (d.code == "unknown-library") unknown += (unknown.empty() ? "" : "; ") + d.message;
+  if (!unknown.empty() || comp.contracts.empty())
+    return {404, "unknown-library", unknown.empty() ? "no contract found for any of the named libraries" : unknown,
+            "store contracts first (POST /v1/synthesize) or use names from GET /v1/libraries or the corpus "
+            "(contract name or soname)"};
   std::vector<tuner::Hypothesis> hs = tuner::hypothesize(comp, diags);
   json hyps = json::array();
   for (auto& h : hs) hyps.push_back(tuner::to_json(h));

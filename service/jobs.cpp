@@ -314,6 +314,14 @@ JobCounts JobQueue::counts() const {
   return c;
 }
 
+bool JobQueue::pending(const std::string& kind, const std::string& library) const {
+  auto s = thread_store(opts_.db_path)
+               .db()
+               .prepare("SELECT 1 FROM service_jobs WHERE kind = ?1 AND library = ?2 AND state IN ('queued', 'running')");
+  s.bind(1, kind).bind(2, library);
+  return s.step();
+}
+
 int JobQueue::queue_depth() const {
   std::lock_guard<std::mutex> g(mu_);
   return static_cast<int>(queue_.size());

@@ -76,6 +76,8 @@ class JobQueue {
   void shutdown(double grace_s);
 
   JobCounts counts() const;
+  // A job of this kind for this library is queued or running (the scheduler skips it then).
+  bool pending(const std::string& kind, const std::string& library) const;
   int queue_depth() const;
   int busy_workers() const { return busy_.load(); }
 

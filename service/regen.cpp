@@ -288,15 +288,20 @@ bool list_releases(const TrackedLibrary& lib, const SourcePolicy& policy, std::v
           ok = false;
           break;
         }
-        // Highest Debian revision of each upstream version (versions are ascending).
-        std::map<std::string, std::string> newest;
-        for (auto& v : versions)
-          if (wanted(f, upstream_version(v), v)) newest[upstream_version(v)] = v;
-        for (auto& [up, deb] : newest) {
-          Release r{up, {}, f.package + "=" + deb};
+        // The highest Debian revision of each upstream version, with the others (newest
+        // first) as fallbacks for when the mirror no longer serves it. Versions are ascending.
+        std::map<std::string, std::vector<std::string>> revisions;
+        for (auto& v : versions) {
+          if (!wanted(f, upstream_version(v), v)) continue;
+          auto& list = revisions[upstream_version(v)];
+          list.insert(list.begin(), v);
+        }
+        for (auto& [up, debs] : revisions) {
+          Release r{up, {}, f.package + "=" + debs.front()};
           r.source.kind = SourceSpec::Kind::DebianSource;
           r.source.package = f.package;
-          r.source.version = deb;
+          r.source.version = debs.front();
+          r.source.fallback_versions.assign(debs.begin() + 1, debs.end());
           r.source.suites = f.suites;
           add(std::move(r));
         }
@@ -553,8 +558,8 @@ std::string RegenReport::summary() const {
     if (!o.previous_version.empty()) s << ", " << o.diff.changes.size() << " change(s) from " << o.previous_version;
     if (o.facts_cached) s << ", facts cached";
     s << " (" << static_cast<int>(o.seconds * 10) / 10.0 << " s)\n";
-    for (auto& d : o.diags.items())
-      if (d.severity == Severity::Error) s << "    " << d.str() << "\n";
+    for (auto& d : o.diags.items())  // errors, and which Debian revision was used instead
+      if (d.severity == Severity::Error || d.code == "revision-fallback") s << "    " << d.str() << "\n";
   }
   for (auto& d : diags.items()) s << "  " << d.str() << "\n";
   return s.str();

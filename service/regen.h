@@ -60,7 +60,8 @@ struct Release {
 };
 
 // Every release the feeds offer, ascending by version; for a version offered twice, the first
-// feed wins (and for Debian, the highest revision of the same upstream version).
+// feed wins (and for Debian, the highest revision of the same upstream version, the other
+// revisions newest first as its fallbacks).
 bool list_releases(const TrackedLibrary& lib, const SourcePolicy& policy, std::vector<Release>& out,
                    Diagnostics& diags);
 

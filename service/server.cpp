@@ -542,9 +542,10 @@ struct Service::Impl {
     while (!stopped) {
       if (cv.wait_for(g, opts.regen_every, [&] { return stopped; })) break;
       g.unlock();
-      JobCounts c = jobs->counts();
-      (void)c;
       for (auto& lib : regen->libraries) {
+        // A period shorter than one regeneration must not pile up jobs that build the
+        // same releases at once.
+        if (jobs->pending("regenerate", lib.name)) continue;
         std::string id;
         jobs->submit("regenerate", lib.name, "", {{"library", lib.name}, {"scheduled", true}}, json::object(), id);
       }

@@ -293,6 +293,15 @@ bool parse_source(const json& j, SourceSpec& out, Diagnostics& diags) {
       out.suites.push_back(s.get<std::string>());
     }
   }
+  if (ok && j.contains("fallback_versions")) {
+    const json& f = j["fallback_versions"];
+    if (!f.is_array() || f.size() > 32 || !std::all_of(f.begin(), f.end(), [](auto& v) { return v.is_string(); })) {
+      diags.error(field("fallback_versions"), "'fallback_versions' must be an array of Debian versions (at most 32)",
+                  "bad-source", "for example [\"5.3.0-1\"]");
+      return false;
+    }
+    for (auto& v : f) out.fallback_versions.push_back(v.get<std::string>());
+  }
   return ok;
 }
 
@@ -304,6 +313,7 @@ json to_json(const SourceSpec& s) {
   if (!s.package.empty()) j["package"] = s.package;
   if (!s.version.empty()) j["version"] = s.version;
   if (!s.suites.empty()) j["suites"] = s.suites;
+  if (!s.fallback_versions.empty()) j["fallback_versions"] = s.fallback_versions;
   return j;
 }
 
@@ -394,6 +404,10 @@ bool validate_source(const SourceSpec& s, const SourcePolicy& policy, Diagnostic
       if (check_argument(s.version, "version", diags) && !std::regex_match(s.version, ver_re))
         diags.error(field("version"), "invalid Debian version: " + s.version, "bad-source",
                     "an exact version such as 0.3.21+ds-4");
+      for (auto& v : s.fallback_versions)
+        if (check_argument(v, "fallback_versions", diags) && !std::regex_match(v, ver_re))
+          diags.error(field("fallback_versions"), "invalid Debian version: " + v, "bad-source",
+                      "exact versions such as 0.3.21+ds-3");
       break;
     }
     case SourceSpec::Kind::Tarball: {
@@ -476,33 +490,31 @@ bool fetch_git(const SourceSpec& s, const SourcePolicy& policy, FetchedSource& o
   return true;
 }
 
-bool fetch_debian(const SourceSpec& s, const SourcePolicy& policy, FetchedSource& out, Diagnostics& diags,
-                  const Cancel& cancel, const Progress& progress) {
-  fs::path state;
-  if (progress) progress("preparing the private apt configuration");
-  if (!prepare_apt(s.suites, policy, diags, cancel, state)) return false;
-  fs::path dest = fs::path(policy.work_dir) / "debian" / (s.package + "_" + s.version);
+// One Debian revision: from the cache, else `apt-get source --download-only` and dpkg-source.
+bool fetch_debian_revision(const SourceSpec& s, const std::string& version, const fs::path& state,
+                           const SourcePolicy& policy, FetchedSource& out, Diagnostics& diags, const Cancel& cancel,
+                           const Progress& progress) {
+  fs::path dest = fs::path(policy.work_dir) / "debian" / (s.package + "_" + version);
   std::error_code ec;
   fs::create_directories(dest.parent_path(), ec);
   std::lock_guard<std::mutex> g(lock_for(dest.string()));
+  out.resolved = version;
+  out.describe = "debian-source " + s.package + "=" + version;
   if (fs::exists(dest / ".fetched")) {
     std::ifstream in(dest / ".fetched");
     std::getline(in, out.digest);
     out.dir = single_child_or_self(dest / "src");
-    out.describe = "debian-source " + s.package + "=" + s.version;
     return true;
   }
   fs::path tmp = dest.string() + ".tmp";
   fs::remove_all(tmp, ec);
   fs::create_directories(tmp, ec);
-  if (progress) progress("downloading " + s.package + "=" + s.version);
+  if (progress) progress("downloading " + s.package + "=" + version);
   std::vector<std::string> argv = {"apt-get"};
   auto o = apt_options(state);
   argv.insert(argv.end(), o.begin(), o.end());
-  argv.insert(argv.end(), {"source", "--download-only", "-qq", s.package + "=" + s.version});
-  if (!run_tool(argv, policy, cancel, diags, "apt-get source " + s.package + "=" + s.version, nullptr, tmp.string())) {
-    diags.items().back().hint = "check the version with: apt-cache showsrc " + s.package +
-                                " (the archive serves only current versions of each suite)";
+  argv.insert(argv.end(), {"source", "--download-only", "-qq", s.package + "=" + version});
+  if (!run_tool(argv, policy, cancel, diags, "apt-get source " + s.package + "=" + version, nullptr, tmp.string())) {
     fs::remove_all(tmp, ec);
     return false;
   }
@@ -510,7 +522,7 @@ bool fetch_debian(const SourceSpec& s, const SourcePolicy& policy, FetchedSource
   for (auto& e : fs::directory_iterator(tmp, ec))
     if (e.path().extension() == ".dsc") dsc = e.path();
   if (dsc.empty()) {
-    diags.error(SourceLoc{"apt-get", 0, 0}, "no .dsc downloaded for " + s.package + "=" + s.version, "fetch-failed");
+    diags.error(SourceLoc{"apt-get", 0, 0}, "no .dsc downloaded for " + s.package + "=" + version, "fetch-failed");
     fs::remove_all(tmp, ec);
     return false;
   }
@@ -527,8 +539,50 @@ bool fetch_debian(const SourceSpec& s, const SourcePolicy& policy, FetchedSource
   fs::remove_all(dest, ec);
   fs::rename(tmp, dest, ec);
   out.dir = single_child_or_self(dest / "src");
-  out.describe = "debian-source " + s.package + "=" + s.version;
   return true;
+}
+
+// `version` first, then each fallback revision in order: the archive drops superseded
+// revisions (jemalloc 5.3.0-3 answers 404 while 5.3.0-1 is served), so a release fails only
+// when no revision of it can be downloaded.
+bool fetch_debian(const SourceSpec& s, const SourcePolicy& policy, FetchedSource& out, Diagnostics& diags,
+                  const Cancel& cancel, const Progress& progress) {
+  fs::path state;
+  if (progress) progress("preparing the private apt configuration");
+  if (!prepare_apt(s.suites, policy, diags, cancel, state)) return false;
+  std::vector<std::string> candidates = {s.version};
+  for (auto& v : s.fallback_versions)
+    if (std::find(candidates.begin(), candidates.end(), v) == candidates.end()) candidates.push_back(v);
+  std::vector<std::string> failures;  // "5.3.0-3 (exit 100: E: Failed to fetch some archives.)"
+  for (auto& v : candidates) {
+    Diagnostics attempt;
+    if (fetch_debian_revision(s, v, state, policy, out, attempt, cancel, progress)) {
+      if (!failures.empty()) {
+        std::string skipped;
+        for (auto& f : failures) skipped += (skipped.empty() ? "" : "; ") + f;
+        out.describe += " (fallback: not served: " + skipped + ")";
+        diags.warning(SourceLoc{"apt-get", 0, 0},
+                      "fetched " + s.package + "=" + v + " instead of " + s.version + ": " + skipped, "revision-fallback");
+      }
+      return true;
+    }
+    if (cancel && cancel()) {
+      diags.append(attempt);
+      return false;
+    }
+    std::string why = attempt.items().empty() ? "failed" : attempt.items().back().message;
+    failures.push_back(v + " (" + why + ")");
+    if (progress) progress(s.package + "=" + v + " not fetched: " + why);
+  }
+  std::string all;
+  for (auto& f : failures) all += "\n  " + f;
+  diags.error(SourceLoc{"apt-get", 0, 0},
+              "no Debian revision of " + s.package + " " + s.version +
+                  (candidates.size() > 1 ? " or its other revisions" : "") + " could be downloaded:" + all,
+              "fetch-failed",
+              "check the versions with: apt-cache showsrc " + s.package +
+                  " (the archive serves only current versions of each suite)");
+  return false;
 }
 
 bool fetch_tarball(const SourceSpec& s, const SourcePolicy& policy, FetchedSource& out, Diagnostics& diags,

@@ -21,6 +21,10 @@ struct SourceSpec {
   std::string package;  // DebianSource: source package name
   std::string version;  // DebianSource: exact Debian version ("0.3.21+ds-4")
   std::vector<std::string> suites;  // DebianSource: suites of the private apt list (default bookworm, trixie, sid)
+  // DebianSource: other Debian revisions of the same upstream version, tried in this order
+  // when the mirror does not serve `version` (the archive drops superseded revisions while
+  // the sources lists of another suite still name them).
+  std::vector<std::string> fallback_versions;
 };
 
 const char* to_string(SourceSpec::Kind k);
@@ -50,6 +54,7 @@ struct FetchedSource {
   std::string dir;      // local directory holding the sources
   std::string digest;   // content address of the input: same digest, same sources
   std::string describe; // "git https://... tag v1.2 (tree 4b825dc...)"
+  std::string resolved; // DebianSource: the Debian version fetched (`version` or a fallback)
 };
 
 using Cancel = std::function<bool()>;

@@ -357,6 +357,127 @@ TEST_F(SlowLlm, QueueFullGives429AndDeleteCancels) {
   EXPECT_EQ(read_file(tmp.path() / "db.sqlite-wal").find("sk-secret"), std::string::npos);
 }
 
+// /metrics counts the LLM calls and tokens a job spent, and a rebuild of the same input
+// (force) is answered from the caches: facts reused, LLM answers from the response cache.
+TEST_F(SlowLlm, MetricsCountLlmCallsTokensAndCacheHits) {
+  start();
+  llm.fallback(testsupport::ScriptedReply::answer(draft_for("foo", "1.0.0")));
+  json with_llm = {{"llm", {{"url", llm.url()}, {"model", "m"}}}};
+  json job = wait_job(submit("foo", "1.0.0", with_llm));
+  ASSERT_EQ(job["state"], "succeeded") << job.dump(2);
+  int calls = job["result"]["llm"]["calls"];
+  ASSERT_GE(calls, 1) << job.dump(2);
+  EXPECT_EQ(static_cast<int>(llm.request_count()), calls);
+  std::string m = cli->Get("/metrics", auth(read_token))->body;
+  EXPECT_NE(m.find("syspilot_llm_calls_total " + std::to_string(calls) + "\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("syspilot_llm_tokens_total{kind=\"prompt\"} " + std::to_string(100 * calls) + "\n"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("syspilot_llm_tokens_total{kind=\"completion\"} " + std::to_string(50 * calls) + "\n"),
+            std::string::npos)
+      << m;
+
+  job = wait_job(submit("foo", "1.0.0", {{"llm", with_llm["llm"]}, {"force", true}}));
+  ASSERT_EQ(job["state"], "succeeded") << job.dump(2);
+  EXPECT_TRUE(job["result"]["facts_cached"].get<bool>()) << job.dump(2);
+  EXPECT_EQ(job["result"]["llm"]["calls"], 0) << job.dump(2);
+  EXPECT_EQ(job["result"]["llm"]["cached"], calls) << job.dump(2);
+  EXPECT_EQ(static_cast<int>(llm.request_count()), calls);  // nothing new reached the endpoint
+  m = cli->Get("/metrics", auth(read_token))->body;
+  EXPECT_NE(m.find("syspilot_llm_calls_total " + std::to_string(calls) + "\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("syspilot_cache_hits_total{cache=\"facts\"} 1\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("syspilot_cache_hits_total{cache=\"llm\"} " + std::to_string(calls) + "\n"), std::string::npos)
+      << m;
+}
+
+// POST /v1/compose reads only: a read token suffices, and --public-read opens it like a GET.
+TEST_F(Api, ComposeCorpusContractsYieldsHypotheses) {
+  start();
+  json body = {{"libraries", {"libgomp", "openblas_pthread"}},
+               {"nesting", {{{"outer", "libgomp"}, {"inner", "openblas_pthread"}}}}};
+  auto r = post("/v1/compose", body, read_token);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json out = json::parse(r->body);
+  ASSERT_TRUE(out["hypotheses"].is_array());
+  bool nested = false;
+  for (auto& h : out["hypotheses"])
+    if (h["kind"] == "nested_oversubscription") {
+      nested = true;
+      EXPECT_EQ(h["verdict"], "unknown");  // nothing was run: a hypothesis, not a finding
+      EXPECT_FALSE(h["controls"].empty()) << h.dump(2);
+    }
+  EXPECT_TRUE(nested) << out["hypotheses"].dump(2);
+  std::string comp = out["composition"].dump();
+  EXPECT_NE(comp.find("libgomp"), std::string::npos) << comp;
+  EXPECT_NE(comp.find("openblas_pthread"), std::string::npos) << comp;
+
+  // The same libraries without a relation: no nested-oversubscription hypothesis.
+  r = post("/v1/compose", {{"libraries", {"libgomp", "openblas_pthread"}}}, read_token);
+  ASSERT_EQ(r->status, 200) << r->body;
+  for (auto& h : json::parse(r->body)["hypotheses"]) EXPECT_NE(h["kind"], "nested_oversubscription") << h.dump(2);
+
+  // A stored contract is found before the corpus.
+  ASSERT_EQ(wait_job(submit("foo", "1.1.0"))["state"], "succeeded");
+  r = post("/v1/compose", {{"libraries", {"foo", "libgomp"}}, {"nesting", json::array({json::array({"libgomp", "foo"})})}}, read_token);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_NE(json::parse(r->body)["composition"].dump().find("\"foo\""), std::string::npos) << r->body;
+}
+
+TEST_F(Api, ComposeRejectsUnknownLibrariesAndBadBodies) {
+  start();
+  // Any unknown name fails the request, naming it; the error has the usual shape.
+  auto r = post("/v1/compose", {{"libraries", {"libgomp", "no_such_lib"}}}, read_token);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404) << r->body;
+  EXPECT_EQ(error_code(r), "unknown-library");
+  json e = json::parse(r->body)["error"];
+  EXPECT_NE(e["message"].get<std::string>().find("no_such_lib"), std::string::npos) << r->body;
+  EXPECT_FALSE(e["hint"].get<std::string>().empty());
+  r = post("/v1/compose", {{"libraries", {"no_such_lib"}}}, read_token);
+  EXPECT_EQ(r->status, 404);
+
+  r = cli->Post("/v1/compose", auth(read_token), "{\"libraries\": [", "application/json");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(error_code(r), "malformed-json");
+  for (const json& bad : {json{{"libraries", "libgomp"}}, json{{"libraries", json::array()}}, json::object(),
+                          json{{"libraries", {"libgomp"}}, {"nesting", {{{"outer", "libgomp"}}}}},
+                          json{{"libraries", {"libgomp"}}, {"nesting", "libgomp>openblas"}}}) {
+    r = post("/v1/compose", bad, read_token);
+    EXPECT_EQ(r->status, 400) << bad.dump() << " -> " << r->body;
+    EXPECT_EQ(error_code(r), "bad-request") << bad.dump();
+  }
+  r = post("/v1/compose", {{"libraries", {"../../etc/passwd"}}}, read_token);
+  EXPECT_EQ(error_code(r), "bad-library");
+  // A relation must name listed libraries.
+  r = post("/v1/compose", {{"libraries", {"libgomp"}}, {"nesting", json::array({json::array({"libgomp", "openblas_pthread"})})}}, read_token);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(r->body.find("not listed"), std::string::npos) << r->body;
+  // Oversized: 413 here too.
+  r = cli->Post("/v1/compose", auth(read_token), "{\"pad\": \"" + std::string(100 << 10, 'x') + "\"}",
+                "application/json");
+  EXPECT_EQ(r->status, 413);
+
+  // Auth: no token 401, a bad token 401, a read or a write token both fine.
+  json ok = {{"libraries", {"libgomp"}}};
+  r = cli->Post("/v1/compose", ok.dump(), "application/json");
+  EXPECT_EQ(r->status, 401);
+  EXPECT_EQ(error_code(r), "unauthorized");
+  EXPECT_EQ(post("/v1/compose", ok, "spt_0000000000000000000000000000000000000000000000")->status, 401);
+  EXPECT_EQ(post("/v1/compose", ok, write_token)->status, 200);
+  EXPECT_EQ(post("/v1/compose", ok, read_token)->status, 200);
+}
+
+TEST_F(Api, PublicReadOpensComposeButNotWrites) {
+  start([](ServiceOptions& o) { o.public_read = true; });
+  auto r = cli->Post("/v1/compose", json{{"libraries", {"libgomp"}}}.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(cli->Post("/v1/regenerate", "{}", "application/json")->status, 401);
+  EXPECT_EQ(cli->Delete("/v1/jobs/job_00")->status, 401);
+  EXPECT_EQ(cli->Get("/metrics")->status, 200);
+}
+
 TEST_F(Api, RegenerateEndpoint) {
   std::string repo = make_foo_repo(tmp.path() / "root" / "foo.git");
   write_file(tmp.path() / "regen.json",
@@ -372,6 +493,28 @@ TEST_F(Api, RegenerateEndpoint) {
   EXPECT_EQ(job["result"]["releases"].size(), 2u);
   EXPECT_NE(job["result"]["changelog"].get<std::string>().find("FOO_SPIN_TIMEOUT"), std::string::npos);
   EXPECT_EQ(get_json("/v1/libraries/foo/contracts")["versions"].size(), 2u);
+}
+
+TEST_F(Api, RegenerationRunsOnItsPeriod) {
+  std::string repo = make_foo_repo(tmp.path() / "root" / "foo.git");
+  write_file(tmp.path() / "regen.json",
+             json{{"libraries", {{{"name", "foo"}, {"feeds", {{{"kind", "git"}, {"url", repo}}}}}}}}.dump());
+  start([&](ServiceOptions& o) {
+    o.regen_config = tmp.str("regen.json");
+    o.regen_every = std::chrono::seconds(1);
+  });
+  // Nobody asks: the schedule alone builds both tagged releases.
+  EXPECT_TRUE(eventually([&] { return get_json("/v1/libraries")["libraries"].size() == 1; }, 60));
+  EXPECT_TRUE(eventually([&] { return get_json("/v1/libraries/foo/contracts")["versions"].size() == 2; }, 60));
+  json jobs = get_json("/v1/jobs")["jobs"];
+  ASSERT_FALSE(jobs.empty());
+  EXPECT_EQ(jobs[0]["kind"], "regenerate") << jobs.dump(2);
+  // Ticks while a regeneration is still queued or running add no job: at most one at a time,
+  // so each release was built once.
+  int unfinished = 0;
+  for (auto& j : jobs) unfinished += j["state"] == "queued" || j["state"] == "running";
+  EXPECT_LE(unfinished, 1) << jobs.dump(2);
+  for (auto& v : get_json("/v1/libraries/foo/contracts")["versions"]) EXPECT_EQ(v["revision"], 1) << v.dump();
 }
 
 TEST_F(Api, RegenerateWithoutConfigIsAConflict) {

@@ -76,6 +76,16 @@ TEST_F(Sources, DebianInputsAreValidated) {
   EXPECT_EQ(check({{"kind", "debian-source"}, {"package", "Open BLAS"}, {"version", "1.0-1"}}), "bad-source");
   EXPECT_EQ(check({{"kind", "debian-source"}, {"package", "openblas"}, {"version", "1.0 extra"}}), "bad-source");
   EXPECT_EQ(check({{"kind", "debian-source"}, {"package", "openblas"}, {"version", "0.3.21+ds-4"}}), "");
+  // Fallback revisions reach apt-get too: the same checks apply to each.
+  nlohmann::json deb = {{"kind", "debian-source"}, {"package", "jemalloc"}, {"version", "5.3.0-3"}};
+  deb["fallback_versions"] = {"5.3.0-1", "-oAPT::Get::Foo=1"};
+  EXPECT_EQ(check(deb), "option-injection");
+  deb["fallback_versions"] = {"5.3.0 1"};
+  EXPECT_EQ(check(deb), "bad-source");
+  deb["fallback_versions"] = "5.3.0-1";
+  EXPECT_EQ(check(deb), "bad-source");
+  deb["fallback_versions"] = {"5.3.0-2", "5.3.0-1"};
+  EXPECT_EQ(check(deb), "");
 }
 
 TEST_F(Sources, TarballsComeOverHttpOrFromRoots) {
