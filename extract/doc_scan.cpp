@@ -2,6 +2,7 @@
 // reports every knob-like name (FOO_BAR, foo_set_num_threads) with its sentence and line.
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -25,8 +26,34 @@ bool noise(const std::string& w) {
 
 }  // namespace
 
+// Dotted option names in prose: opt.narenas (jemalloc's MALLOC_CONF), glibc.malloc.arena_max
+// (GLIBC_TUNABLES). Only lower-case names of two or more parts whose last part names a
+// resource, so file names (background_thread.c) and abbreviations (e.g.) stay out.
+static void dotted_names_in(const std::string& s, std::vector<std::string>& out) {
+  auto part_char = [](char c) { return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_'; };
+  size_t i = 0, n = s.size();
+  while (i < n) {
+    if (!std::islower(static_cast<unsigned char>(s[i])) || (i > 0 && (ident_char(s[i - 1]) || s[i - 1] == '.'))) { ++i; continue; }
+    size_t j = i;
+    int parts = 1;
+    while (j < n && (part_char(s[j]) || (s[j] == '.' && j + 1 < n && std::islower(static_cast<unsigned char>(s[j + 1]))))) {
+      if (s[j] == '.') ++parts;
+      ++j;
+    }
+    std::string w = s.substr(i, j - i);
+    i = j;
+    if (parts < 2 || w.size() > 64 || (j < n && (ident_char(s[j]) || std::isupper(static_cast<unsigned char>(s[j]))))) continue;
+    std::string last = w.substr(w.rfind('.') + 1);
+    bool knob = false;
+    for (const char* k : {"thread", "worker", "arena", "affinity", "concurrency", "spin", "tcache"})
+      if (last.find(k) != std::string::npos) knob = true;
+    if (knob && std::find(out.begin(), out.end(), w) == out.end()) out.push_back(w);
+  }
+}
+
 std::vector<std::string> knob_names_in(const std::string& s) {
   std::vector<std::string> out;
+  dotted_names_in(s, out);
   size_t i = 0, n = s.size();
   while (i < n) {
     if (!ident_char(s[i]) || (i > 0 && ident_char(s[i - 1]))) { ++i; continue; }

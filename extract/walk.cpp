@@ -116,6 +116,8 @@ Kind kind_by_name(const std::string& rel) {
       ext == ".hxx" || ext == ".ipp" || ext == ".inl" || ext == ".tcc" || ext == ".cu" || ext == ".cuh")
     return Kind::Cpp;
   if (ext == ".in" && (ends_with(name, ".h.in") || ends_with(name, ".c.in"))) return Kind::C;
+  // DocBook manuals (jemalloc.xml.in): tags around prose, read like HTML.
+  if ((ext == ".in" && ends_with(name, ".xml.in")) || ext == ".xml") return Kind::Html;
   if (ext == ".py") return Kind::Python;
   if (ext == ".md" || ext == ".markdown") return Kind::Markdown;
   if (ext == ".rst") return Kind::Rst;

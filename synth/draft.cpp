@@ -40,6 +40,10 @@ FactIndex::FactIndex(const extract::Facts& f) {
   }
   for (auto& d : f.doc_mentions) {
     env.insert(d.name);
+    if (auto o = option_key(d.name)) {
+      env.insert(o->key);
+      env.insert(o->carrier);
+    }
     refs.insert(fact_ref(d.file, d.line));
   }
   for (auto& a : f.api_controls) {
@@ -95,6 +99,81 @@ std::string upper(std::string s) {
 
 bool contains(const std::string& hay, const std::string& needle) {
   return upper(hay).find(upper(needle)) != std::string::npos;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string base_name(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Build files describe how the library is compiled: their variables are not the running
+// library's controls.
+bool build_file(const std::string& path) {
+  const std::string b = lower(base_name(path));
+  return b == "cmakelists.txt" || b.ends_with(".cmake") || b.rfind("makefile", 0) == 0 || b.ends_with(".mk") ||
+         b.rfind("configure", 0) == 0 || b == "meson.build" || b == "meson_options.txt";
+}
+
+// Change logs say what changed once, not what a control does now.
+bool changelog_file(const std::string& path) {
+  const std::string b = lower(base_name(path));
+  for (const char* p : {"changelog", "changes", "news", "history", "release_notes", "releasenotes", "whatsnew"})
+    if (b.rfind(p, 0) == 0) return true;
+  return b.find("changelog") != std::string::npos;
+}
+
+// FOO_BAR: the shape of an environment variable; function names (openblas_set_num_threads)
+// and words (num_threads) are never environment variables.
+bool env_shaped(const std::string& n) {
+  if (n.size() < 3 || !std::isupper(static_cast<unsigned char>(n[0])) || n.find('_') == std::string::npos) return false;
+  return std::all_of(n.begin(), n.end(), [](char c) {
+    return std::isupper(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+bool has_word(const std::string& low, const std::string& w) {
+  for (size_t p = low.find(w); p != std::string::npos; p = low.find(w, p + 1)) {
+    const bool left = p == 0 || !std::isalnum(static_cast<unsigned char>(low[p - 1]));
+    const bool right = p + w.size() >= low.size() || !std::isalpha(static_cast<unsigned char>(low[p + w.size()]));
+    if (left && right) return true;
+  }
+  return false;
+}
+
+// Does a documentation sentence present a name as something set in the environment of a
+// running program, rather than as a make variable, macro or build option?
+bool runtime_sentence(const std::string& sentence) {
+  const std::string low = lower(sentence);
+  if (low.find("environment") != std::string::npos || has_word(low, "export") || has_word(low, "setenv") ||
+      has_word(low, "getenv"))
+    return true;
+  if (low.find("makefile") != std::string::npos) return false;
+  for (const char* w : {"make", "cmake", "build", "built", "compile", "compiled", "compiling", "configure",
+                        "configuring", "configured", "macro", "#define"})
+    if (has_word(low, w) || (w[0] == '#' && low.find(w) != std::string::npos)) return false;
+  return true;
+}
+
+std::string trim_doc(std::string s);
+
+// MALLOCX_ARENA( a ), f(NAME), or a bare term standing alone: a macro or flag of the API, not a
+// variable the documentation tells anyone to set.
+bool call_like(const std::string& name, const std::string& sentence) {
+  if (trim_doc(sentence) == name) return true;
+  for (size_t p = sentence.find(name); p != std::string::npos; p = sentence.find(name, p + 1)) {
+    size_t q = p + name.size();
+    while (q < sentence.size() && sentence[q] == ' ') ++q;
+    if (q < sentence.size() && sentence[q] == '(') return true;
+    size_t b = p;
+    while (b > 0 && sentence[b - 1] == ' ') --b;
+    if (b > 0 && sentence[b - 1] == '(') return true;  // STRINGIFY(MALLCTL_ARENAS_ALL): an argument in code
+  }
+  return false;
 }
 
 // The prefix a library's own knobs start with: "openblas" -> "OPENBLAS_", "libgomp" -> "GOMP_".
@@ -217,11 +296,21 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
   const std::string prefix = library_prefix(c.name);
 
   // Every knob the facts name, with what each kind of fact says about it.
+  // An environment control needs a witness that the running library reads the variable: a
+  // read in code (getenv or a wrapper, with file:line), the name among the strings of its
+  // shared object, or documentation that sets it in the environment. Function names, words
+  // and build variables in prose are none of these.
   struct Knob {
     std::vector<std::string> code_refs, doc_refs;
     std::string code_type, code_default, doc;
-    bool in_code = false;
+    bool in_code = false, in_binary = false, doc_runtime = false, doc_call = false;
   };
+  struct OptionKnob {
+    OptionKey key;
+    std::vector<std::string> refs;
+    std::string doc;
+  };
+  std::map<std::string, OptionKnob> option_knobs;
   std::map<std::string, Knob> knobs;
   for (auto& e : facts.env_vars) {
     auto& k = knobs[e.name];
@@ -231,12 +320,29 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     if (k.code_default.empty()) k.code_default = e.default_value;
   }
   for (auto& d : facts.doc_mentions) {
+    if (build_file(d.file) || changelog_file(d.file)) continue;
+    if (auto o = option_key(d.name)) {
+      auto& ok = option_knobs[o->key];
+      ok.key = *o;
+      ok.refs.push_back(fact_ref(d.file, d.line));
+      if (ok.doc.empty()) ok.doc = trim_doc(d.sentence);
+      continue;
+    }
+    if (!env_shaped(d.name)) continue;
+    const bool runtime = runtime_sentence(d.sentence);
+    if (!runtime && !knobs.count(d.name)) continue;
     auto& k = knobs[d.name];
+    k.doc_runtime |= runtime;
+    k.doc_call |= call_like(d.name, d.sentence);
     k.doc_refs.push_back(fact_ref(d.file, d.line));
-    if (k.doc.empty()) k.doc = trim_doc(d.sentence);
+    if (k.doc.empty() && runtime) k.doc = trim_doc(d.sentence);
   }
   for (auto& b : facts.binaries)
-    for (auto& s : b.knob_strings) knobs[s].doc_refs.push_back(b.path);
+    for (auto& s : b.knob_strings) {
+      auto& k = knobs[s];
+      k.in_binary = true;
+      k.doc_refs.push_back(b.path);
+    }
 
   bool any_spin = false, any_arena = false, any_device = false;
   std::vector<std::pair<std::string, Expr>> spin_params;
@@ -245,6 +351,8 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     const bool own = !prefix.empty() && name.rfind(prefix, 0) == 0;
     // Unclassified knobs enter only when the code reads them and they carry the library's prefix.
     if (!role && !(own && k.in_code)) continue;
+    // Written anywhere as a call or a bare flag, a documented name is the API's, not the environment's.
+    if (!k.in_code && !k.in_binary && (!k.doc_runtime || k.doc_call)) continue;
     // Documentation and binary strings alone are trusted only for classified knobs.
     lpcl::Control ctl;
     ctl.name = name;
@@ -286,6 +394,26 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     }
   }
 
+  // Keys of carrier variables (MALLOC_CONF, GLIBC_TUNABLES) named in the documentation.
+  for (auto& [key, ok] : option_knobs) {
+    auto role = classify_knob(key);
+    if (!role || c.find_control(key)) continue;
+    lpcl::Control ctl;
+    ctl.name = key;
+    ctl.how.kind = lpcl::ControlKind::Kind::Option;
+    ctl.how.carrier = ok.key.carrier;
+    ctl.how.item_sep = ok.key.item_sep;
+    ctl.how.kv_sep = ok.key.kv_sep;
+    ctl.type = type_for("", &*role, key);
+    if (!role->resource.empty()) ctl.sets.push_back(role->resource);
+    ctl.doc = ok.doc;
+    ctl.prov = extracted(ok.refs);
+    if (role->role == "spin") any_spin = true;
+    if (role->role == "arena") any_arena = true;
+    c.controls.push_back(std::move(ctl));
+  }
+
+  // API controls come only from declared functions (headers, exports), never from prose.
   for (auto& a : facts.api_controls) {
     auto role = classify_knob(a.name, a.category);
     const std::string name = lpcl_name(a.name);

@@ -17,19 +17,43 @@ struct Rule {
   std::regex pattern;
 };
 
-const std::vector<Rule>& rules() {
-  static const std::vector<Rule> r = [] {
-    std::vector<Rule> out;
+struct OptionRule {
+  std::string carrier, item_sep, kv_sep, prefix;
+  bool strip = false;
+};
+
+struct Rules {
+  std::vector<Rule> roles;
+  std::vector<OptionRule> options;
+};
+
+// "option CARRIER ITEM_SEP KV_SEP PREFIX strip|keep"
+OptionRule parse_option(std::istringstream& ls, const std::string& line) {
+  OptionRule o;
+  std::string mode;
+  if (!(ls >> o.carrier >> o.item_sep >> o.kv_sep >> o.prefix >> mode) || (mode != "strip" && mode != "keep"))
+    throw std::logic_error("knob_rules.txt: bad option rule '" + line + "'");
+  o.strip = mode == "strip";
+  return o;
+}
+
+const Rules& all_rules() {
+  static const Rules r = [] {
+    Rules out;
     std::istringstream in(kKnobRules);
     std::string line;
     while (std::getline(in, line)) {
       std::istringstream ls(line);
       std::string role, resource, pattern;
       if (!(ls >> role) || role[0] == '#') continue;
+      if (role == "option") {
+        out.options.push_back(parse_option(ls, line));
+        continue;
+      }
       ls >> resource >> pattern;
       if (pattern.empty()) throw std::logic_error("knob_rules.txt: rule '" + role + "' has no pattern");
-      out.push_back({{role, resource == "-" ? "" : resource},
-                     std::regex(pattern, std::regex::ECMAScript | std::regex::icase)});
+      out.roles.push_back({{role, resource == "-" ? "" : resource},
+                           std::regex(pattern, std::regex::ECMAScript | std::regex::icase)});
     }
     return out;
   }();
@@ -38,8 +62,15 @@ const std::vector<Rule>& rules() {
 
 }  // namespace
 
+std::optional<OptionKey> option_key(const std::string& name) {
+  for (const auto& o : all_rules().options)
+    if (name.size() > o.prefix.size() && name.rfind(o.prefix, 0) == 0)
+      return OptionKey{o.carrier, o.item_sep, o.kv_sep, o.strip ? name.substr(o.prefix.size()) : name};
+  return std::nullopt;
+}
+
 std::optional<KnobRole> classify_knob(const std::string& name, const std::string& category) {
-  for (const auto& r : rules())
+  for (const auto& r : all_rules().roles)
     if (std::regex_search(name, r.pattern)) return r.role;
   if (category == "threads" || category == "workers") return KnobRole{"threads", "cpu.threads"};
   if (category == "affinity") return KnobRole{"affinity", "cpu.cores"};

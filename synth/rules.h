@@ -15,6 +15,16 @@ struct KnobRole {
 // "affinity", "allocator", "device", "workers", "spin") is used when the name says nothing.
 std::optional<KnobRole> classify_knob(const std::string& name, const std::string& category = {});
 
+// A key inside a carrier variable (MALLOC_CONF="narenas:4", GLIBC_TUNABLES=glibc.malloc.arena_max=2),
+// recognised from the prefix the library's documentation gives its option names.
+struct OptionKey {
+  std::string carrier, item_sep, kv_sep;
+  std::string key;  // the control's name: the documented name, less the prefix when the rule strips it
+};
+
+// The carrier option a documented name is a key of, by the `option` lines of knob_rules.txt.
+std::optional<OptionKey> option_key(const std::string& documented_name);
+
 // Roles completeness requires to be covered.
 bool resource_relevant(const std::string& role);
 

@@ -108,6 +108,7 @@ TEST(Corpus, NoInventedKnob) {
 
 TEST(Corpus, CoversTheExpectedThreadAffinityAndSpinKnobs) {
   size_t want = 0, have = 0, drafted = 0;
+  std::vector<std::string> undrafted;
   for (auto& lib : libraries()) {
     auto knobs = expected_knobs(lib);
     ASSERT_FALSE(knobs.empty()) << "tests/synth/expected/" << lib << ".txt";
@@ -122,13 +123,19 @@ TEST(Corpus, CoversTheExpectedThreadAffinityAndSpinKnobs) {
       if (doc.contracts[0].find_control(k)) ++have;
       else ADD_FAILURE() << lib << ": expected knob " << k << " is missing";
       if (draft.find_control(k)) ++drafted;
+      else undrafted.push_back(lib + ":" + k);
     }
+    // The drafter alone invents nothing: every control it writes is in the facts.
+    for (auto& x : validate(draft, facts_of(lib), false).items())
+      EXPECT_NE(x.code.rfind("invented", 0), 0u) << lib << " (drafter alone): " << x.str();
   }
   const double coverage = double(have) / want;
   std::cout << "corpus coverage of expected knobs: " << have << "/" << want << " = " << coverage * 100
             << "%; by the offline drafter alone (no overlay): " << drafted << "/" << want << " = "
             << 100.0 * drafted / want << "%\n";
+  for (auto& u : undrafted) std::cout << "  not drafted: " << u << "\n";
   EXPECT_GE(coverage, 0.95);
+  EXPECT_GE(double(drafted) / want, 0.95) << "the offline drafter alone must cover the expected knobs";
 }
 
 }  // namespace

@@ -82,6 +82,88 @@ TEST(OfflineDrafter, EmptyFactsGiveAnEmptyButValidContract) {
   EXPECT_TRUE(r.contract.controls.empty());
 }
 
+extract::DocMention mention(std::string name, std::string sentence, std::string file, int line) {
+  return {std::move(name), std::move(sentence), std::move(file), line, "markdown"};
+}
+
+// What prose says is not what the code reads: make variables, function names and words in the
+// documentation, and change logs, never become environment controls or control docs.
+TEST(OfflineDrafter, EnvironmentControlsOnlyFromReadsNotFromProse) {
+  extract::Facts f;
+  f.library = "fixlib";
+  f.env_vars.push_back({"FIXLIB_NUM_THREADS", "src/env.c", 40, "init", "int", "", "readenv", "c"});
+  f.doc_mentions = {
+      mention("NUM_THREADS", "Please build fixlib with larger NUM_THREADS.", "USAGE.md", 10),
+      mention("MAX_THREADS", "make MAX_THREADS=64 raises the limit.", "README.md", 11),
+      mention("NO_AFFINITY", "Disable affinity with NO_AFFINITY=1 in Makefile.rule.", "USAGE.md", 12),
+      mention("THREAD_TIMEOUT", "Compile with THREAD_TIMEOUT=28 to change the default.", "README.md", 13),
+      mention("USE_THREAD", "if (USE_THREAD) set(SMP_SOURCES x.c) endif()", "CMakeLists.txt", 3),
+      mention("fixlib_set_num_threads", "Call fixlib_set_num_threads(int n) at run time.", "README.md", 20),
+      mention("set_affinity", "The pool calls set_affinity for each worker.", "README.md", 21),
+      mention("pthread_setaffinity_np", "Workers are pinned with pthread_setaffinity_np.", "README.md", 22),
+      mention("FIXLIB_NUM_THREADS", "0.3.1: FIXLIB_NUM_THREADS was renamed, fixing a crash.", "Changelog.txt", 5),
+      mention("FIXLIB_NUM_THREADS", "Set the environment variable FIXLIB_NUM_THREADS to the number of threads.", "README.md", 30),
+      mention("FIXLIB_SPIN_COUNT", "export FIXLIB_SPIN_COUNT=1000 makes idle workers spin longer.", "README.md", 31),
+      mention("FIXLIB_ARENA_FLAG", "FIXLIB_ARENA_FLAG( a )", "manual.md", 32),
+  };
+  SynthOptions o;
+  o.library = "fixlib";
+  o.version = "1";
+  auto c = draft_offline(f, o);
+  for (const char* bad : {"NUM_THREADS", "MAX_THREADS", "NO_AFFINITY", "THREAD_TIMEOUT", "USE_THREAD",
+                          "fixlib_set_num_threads", "set_affinity", "pthread_setaffinity_np", "FIXLIB_ARENA_FLAG"})
+    EXPECT_EQ(c.find_control(bad), nullptr) << bad << " is no control of the running library";
+  auto* n = c.find_control("FIXLIB_NUM_THREADS");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->how.kind, lpcl::ControlKind::Kind::Env);
+  EXPECT_EQ(n->prov.refs, std::vector<std::string>{"src/env.c:40"});
+  EXPECT_EQ(n->doc, "Set the environment variable FIXLIB_NUM_THREADS to the number of threads.");  // not the change log
+  auto* spin = c.find_control("FIXLIB_SPIN_COUNT");  // documented as set in the environment
+  ASSERT_NE(spin, nullptr);
+  EXPECT_EQ(spin->sets, std::vector<std::string>{"cpu.spin"});
+  ASSERT_EQ(c.demands.size(), 1u);
+  EXPECT_EQ(lpcl::format(c.demands[0].value), "FIXLIB_NUM_THREADS ?? ncpus");
+
+  // A declared setter is an API control; the same name in prose alone was not.
+  f.api_controls.push_back({"fixlib_set_num_threads", "void fixlib_set_num_threads(int n)", "threads", "fixlib.h", 7, ""});
+  c = draft_offline(f, o);
+  auto* api = c.find_control("fixlib_set_num_threads");
+  ASSERT_NE(api, nullptr);
+  EXPECT_EQ(api->how.kind, lpcl::ControlKind::Kind::Api);
+  EXPECT_EQ(api->how.params, "int n");
+}
+
+// Keys of carrier variables named in the documentation become option controls.
+TEST(OfflineDrafter, CarrierKeysFromTheDocumentationBecomeOptionControls) {
+  extract::Facts f;
+  f.library = "alloc";
+  f.doc_mentions = {
+      mention("opt.narenas", "opt.narenas (unsigned) Maximum number of arenas to use.", "alloc.xml.in", 900),
+      mention("opt.background_thread", "opt.background_thread (bool) Enable background worker threads.", "alloc.xml.in", 950),
+      mention("opt.abort", "opt.abort (bool) Abort on warnings.", "alloc.xml.in", 960),
+      mention("glibc.malloc.arena_max", "glibc.malloc.arena_max: 0x0 (min: 0x1, max: 0xffffffff)", "tunables.txt", 3),
+  };
+  f.binaries.push_back({"/usr/lib/liballoc.so.2", "liballoc.so.2", {}, {}, {}, {"MALLOC_CONF"}});
+  SynthOptions o;
+  o.library = "alloc";
+  auto r = synthesize(f, o);
+  EXPECT_TRUE(r.converged) << r.open.str() << "\n" << r.text;
+  auto* n = r.contract.find_control("narenas");
+  ASSERT_NE(n, nullptr) << r.text;
+  EXPECT_EQ(n->how.kind, lpcl::ControlKind::Kind::Option);
+  EXPECT_EQ(n->how.carrier, "MALLOC_CONF");
+  EXPECT_EQ(n->sets, std::vector<std::string>{"mem.arenas"});
+  EXPECT_EQ(n->prov.refs, std::vector<std::string>{"alloc.xml.in:900"});
+  ASSERT_NE(r.contract.find_control("background_thread"), nullptr);
+  EXPECT_EQ(r.contract.find_control("abort"), nullptr);  // a key, but no resource knob
+  auto* t = r.contract.find_control("glibc.malloc.arena_max");
+  ASSERT_NE(t, nullptr) << r.text;
+  EXPECT_EQ(t->how.carrier, "GLIBC_TUNABLES");
+  EXPECT_EQ(t->how.item_sep, ":");
+  EXPECT_EQ(t->how.kv_sep, "=");
+  EXPECT_EQ(r.contract.find_control("opt.narenas"), nullptr);
+}
+
 TEST(KnobRules, ClassifyByName) {
   EXPECT_EQ(classify_knob("GOMP_SPINCOUNT")->role, "spin");
   EXPECT_EQ(classify_knob("OPENBLAS_THREAD_TIMEOUT")->role, "spin");
