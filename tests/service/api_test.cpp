@@ -484,6 +484,8 @@ TEST_F(Api, RegenerateEndpoint) {
              json{{"libraries", {{{"name", "foo"}, {"feeds", {{{"kind", "git"}, {"url", repo}}}}}}}}.dump());
   start([&](ServiceOptions& o) { o.regen_config = tmp.str("regen.json"); });
   EXPECT_EQ(error_code(post("/v1/regenerate", {{"library", "nope"}})), "not-tracked");
+  EXPECT_EQ(post("/v1/regenerate", json::object(), read_token)->status, 403);  // starts jobs: write scope
+  EXPECT_EQ(cli->Post("/v1/regenerate", "{}", "application/json")->status, 401);
   auto r = post("/v1/regenerate", json::object());
   ASSERT_EQ(r->status, 202) << r->body;
   json jobs = json::parse(r->body)["jobs"];
