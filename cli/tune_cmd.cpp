@@ -336,9 +336,12 @@ CommandRegistration reg(60, [](CLI::App& app, Context& ctx) {
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--space", a->space, "hypotheses: controls of confirmed hypotheses (default); all: every control of every contract")
       ->check(CLI::IsMember({"hypotheses", "all"}));
-  cmd->add_option("--pin", a->pin, "Fix a control: NAME=VALUE (repeatable)");
-  cmd->add_option("--add", a->add, "Search a control with these values: NAME=V1,V2,... (repeatable)");
-  cmd->add_option("--drop", a->drop, "Leave a control out of the search (repeatable)");
+  // One value per occurrence: otherwise these options swallow the `--` before the command
+  // and its flags (`-- sh -c ...`) are parsed as ours.
+  cmd->add_option("--pin", a->pin, "Fix a control: NAME=VALUE (repeatable)")->allow_extra_args(false);
+  cmd->add_option("--add", a->add, "Search a control with these values: NAME=V1,V2,... (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--drop", a->drop, "Leave a control out of the search (repeatable)")->allow_extra_args(false);
   cmd->add_option("--strategy", a->strategy, "syspilot (default), random, grid, optuna-tpe, optuna-cmaes")
       ->check(CLI::IsMember(strategy_names()));
   cmd->add_option("--seed", a->seed, "Seed of the random and Optuna strategies");
@@ -361,7 +364,8 @@ CommandRegistration reg(60, [](CLI::App& app, Context& ctx) {
       ->check(CLI::Range(1, 50));
   cmd->add_option("--compare", a->compare,
                   "Run these strategies one after another on the same space and budget; print them side by side")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->allow_extra_args(false);
   cmd->add_option("command", a->argv, "The application and its arguments, after --");
   cmd->callback([a, &ctx] {
     if (a->maximize && a->metric.empty() && a->score_cmd.empty())

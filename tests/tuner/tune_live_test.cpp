@@ -3,6 +3,7 @@
 // The guides are what the hypothesis rules state for these patterns (kind, controls,
 // constraint, remedies); the strategy sees nothing else of the programs.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <thread>
 
@@ -88,6 +90,29 @@ void expect_found_and_reproduced(const Outcome& o) {
   // What the tuner reports is reproduced within the stated spreads.
   EXPECT_GE(o.check.speedup, o.reported.speedup * (1 - o.reported.spread - o.check.spread))
       << "reported " << o.reported.speedup << " re-measured " << o.check.speedup;
+}
+
+std::vector<std::string> read_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  return lines;
+}
+
+// A session of 9 grid trials over K resumed after a kill: every stored trial is distinct, and
+// none of the runs logged from `from` on (after the resume) measured a configuration in `done`
+// (finished before the kill). The log holds one K (or "default") per run.
+void expect_resumed_without_repeats(const std::vector<Trial>& all, const std::set<Config>& done,
+                                    const std::vector<std::string>& lines, size_t from) {
+  EXPECT_EQ(all.size(), 9u);
+  std::set<Config> distinct;
+  for (const auto& t : all) distinct.insert(t.config);
+  EXPECT_EQ(distinct.size(), all.size()) << "a trial was repeated";
+  for (size_t i = from; i < lines.size(); ++i) {
+    Config c;
+    if (lines[i] != "default") c["K"] = lines[i];
+    EXPECT_FALSE(done.count(c)) << "re-ran " << lines[i] << " after the resume";
+  }
 }
 
 }  // namespace
@@ -288,19 +313,163 @@ TEST(TuneLive, KillNineThenResumeRepeatsNoTrial) {
   TuneResult r = session(stored);
   EXPECT_EQ(r.runs, 9);
   auto all = SessionStore(db).trials(id);
-  EXPECT_EQ(all.size(), 9u);
-  std::set<Config> distinct;
-  for (const auto& t : all) distinct.insert(t.config);
-  EXPECT_EQ(distinct.size(), all.size()) << "a trial was repeated";
-  // Runs after the resume: none of them measured a configuration finished before the kill.
-  std::ifstream in(log);
-  std::vector<std::string> lines;
-  for (std::string l; std::getline(in, l);) lines.push_back(l);
-  size_t before = lines.size() - (all.size() - stored.size());
-  for (size_t i = before; i < lines.size(); ++i) {
-    Config c;
-    if (lines[i] != "default") c["K"] = lines[i];
-    EXPECT_FALSE(done.count(c)) << "re-ran " << lines[i];
-  }
+  auto lines = read_lines(log);
+  expect_resumed_without_repeats(all, done, lines, lines.size() - (all.size() - stored.size()));
   std::filesystem::remove_all(dir);
 }
+
+#ifdef SYSPILOT_CLI
+namespace {
+
+// A scratch folder for one CLI test, removed afterwards.
+struct Scratch {
+  std::filesystem::path dir;
+  explicit Scratch(const std::string& name)
+      : dir(std::filesystem::temp_directory_path() / ("syspilot-" + name + "-" + std::to_string(getpid()))) {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+  }
+  ~Scratch() { std::filesystem::remove_all(dir); }
+  std::string operator/(const std::string& f) const { return (dir / f).string(); }
+};
+
+RunResult tune_cli(std::vector<std::string> args, double timeout_s = 120) {
+  RunSpec rs;
+  rs.argv = {SYSPILOT_CLI, "tune"};
+  rs.argv.insert(rs.argv.end(), args.begin(), args.end());
+  rs.timeout_s = timeout_s;
+  rs.sample_interval_s = 0;
+  rs.perf = false;
+  return run(rs);
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> v;
+  std::string l;
+  for (char c : text) {
+    if (c == '\n') {
+      v.push_back(l);
+      l.clear();
+    } else {
+      l += c;
+    }
+  }
+  if (!l.empty()) v.push_back(l);
+  return v;
+}
+
+}  // namespace
+
+// --metric REGEX with --maximize: the number the application prints is the objective; --export
+// leaves nothing on stdout but the export lines; progress goes to stderr.
+TEST(TuneCli, MetricMaximizeExportAndProgressOnStderr) {
+  Scratch s("cli-metric");
+  RunResult r = tune_cli({"--db", s / "t.db", "--budget", "10", "--max-repeats", "1", "--strategy", "grid",
+                          "--add", "X=1,2,3,4", "--metric", "rate ([0-9.]+)", "--maximize", "--export", "--",
+                          "/bin/sh", "-c", "echo \"rate $(( ${X:-1} * 10 ))\""});
+  ASSERT_TRUE(r.ok()) << r.failure << r.stderr_text;
+  EXPECT_EQ(lines_of(r.stdout_text), std::vector<std::string>{"export X=4"}) << r.stdout_text;
+  // Trials done, the budget, the best so far and its speedup, on stderr.
+  EXPECT_NE(r.stderr_text.find("runs 5/10"), std::string::npos) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("X=4  40 (x1, +-0%)  best 40 (4x)"), std::string::npos) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("speedup 4.00x"), std::string::npos) << r.stderr_text;
+
+  // Without --maximize the smallest rate wins: the default's own value (X=1 is the default).
+  RunResult m = tune_cli({"--db", s / "t.db", "--budget", "10", "--max-repeats", "1", "--strategy", "grid",
+                          "--add", "X=1,2,3,4", "--metric", "rate ([0-9.]+)", "--export", "--", "/bin/sh", "-c",
+                          "echo \"rate $(( ${X:-2} * 10 ))\""});
+  ASSERT_TRUE(m.ok()) << m.failure << m.stderr_text;
+  EXPECT_EQ(lines_of(m.stdout_text), std::vector<std::string>{"export X=1"}) << m.stdout_text;
+
+  // A metric the output does not contain fails each trial with the reason, and no export is made.
+  RunResult miss = tune_cli({"--db", s / "t.db", "--budget", "4", "--max-repeats", "1", "--add", "X=1,2",
+                             "--metric", "rate ([0-9.]+)", "--export", "--", "/bin/echo", "nothing"});
+  EXPECT_EQ(lines_of(miss.stdout_text), std::vector<std::string>{}) << miss.stdout_text;
+  EXPECT_NE(miss.stderr_text.find("rate"), std::string::npos) << miss.stderr_text;
+}
+
+// --score-cmd: a command scores each run from its output file; the smallest score wins.
+TEST(TuneCli, ScoreCommandScoresEachRun) {
+  Scratch s("cli-score");
+  RunResult r = tune_cli({"--db", s / "t.db", "--budget", "10", "--max-repeats", "1", "--strategy", "grid",
+                          "--add", "X=1,2,3,4", "--score-cmd",
+                          "v=$(cat \"$SYSPILOT_OUTPUT\"); echo $(( (v - 30) * (v - 30) + 1 ))", "--", "/bin/sh",
+                          "-c", "echo $(( ${X:-1} * 10 ))"});
+  ASSERT_TRUE(r.ok()) << r.failure << r.stderr_text;
+  EXPECT_EQ(lines_of(r.stdout_text).at(0), "X=3") << r.stdout_text;
+  // Default scores (10-30)^2+1 = 401, the best 1.
+  EXPECT_NE(r.stdout_text.find("speedup 401.00x"), std::string::npos) << r.stdout_text;
+}
+
+// --compare runs strategies on one space and budget and prints them side by side; --report
+// writes the Markdown report with its SVG plot beside it.
+TEST(TuneCli, CompareSideBySideWithReport) {
+  Scratch s("cli-compare");
+  RunResult r = tune_cli({"--db", s / "t.db", "--budget", "6", "--max-repeats", "1", "--add", "X=1,2,3,4",
+                          "--metric", "rate ([0-9.]+)", "--maximize", "--compare", "grid,random", "--report",
+                          s / "r.md", "--", "/bin/sh", "-c", "echo \"rate $(( ${X:-1} * 10 ))\""});
+  ASSERT_TRUE(r.ok()) << r.failure << r.stderr_text;
+  auto out = lines_of(r.stdout_text);
+  ASSERT_GE(out.size(), 3u) << r.stdout_text;
+  EXPECT_EQ(out[0].rfind("strategy", 0), 0u) << r.stdout_text;
+  EXPECT_EQ(out[1].rfind("grid", 0), 0u) << r.stdout_text;
+  EXPECT_EQ(out[2].rfind("random", 0), 0u) << r.stdout_text;
+  ASSERT_TRUE(std::filesystem::exists(s / "r.md"));
+  ASSERT_TRUE(std::filesystem::exists(s / "r.svg"));
+  std::ifstream md(s / "r.md"), svg(s / "r.svg");
+  std::string mds((std::istreambuf_iterator<char>(md)), {}), svgs((std::istreambuf_iterator<char>(svg)), {});
+  EXPECT_NE(mds.find("r.svg"), std::string::npos);
+  EXPECT_NE(mds.find("grid"), std::string::npos);
+  EXPECT_NE(mds.find("random"), std::string::npos);
+  EXPECT_NE(svgs.find("<svg"), std::string::npos);
+}
+
+// `syspilot tune` killed with SIGKILL mid-session, then `--resume ID`: the trials stored before
+// the kill are not run again and the session completes its budget.
+TEST(TuneCli, ResumeAfterKillNine) {
+  Scratch s("cli-resume");
+  std::string log = s / "runs.log";
+  std::vector<std::string> argv = {SYSPILOT_CLI, "tune", "--db", s / "t.db", "--budget", "9", "--max-repeats", "1",
+                                   "--strategy", "grid", "--verify", "0", "--add", "K=1,2,3,4,5,6,7,8", "--",
+                                   "/bin/sh", "-c", "echo \"${K:-default}\" >> " + log + "; sleep 0.25"};
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int devnull = ::open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    std::vector<char*> a;
+    for (auto& x : argv) a.push_back(x.data());
+    a.push_back(nullptr);
+    execv(a[0], a.data());
+    _exit(127);
+  }
+  // Kill it once three trials are stored.
+  std::vector<Trial> stored;
+  for (int i = 0; i < 1000 && stored.size() < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (std::filesystem::exists(s / "t.db")) stored = SessionStore(s / "t.db").trials(1);
+  }
+  kill(child, SIGKILL);
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  stored = SessionStore(s / "t.db").trials(1);
+  ASSERT_GE(stored.size(), 3u);
+  ASSERT_LT(stored.size(), 9u);
+  std::set<Config> done;
+  for (const auto& t : stored) done.insert(t.config);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the killed run's shell finishes its line
+  size_t logged_before = read_lines(log).size();
+
+  RunResult r = tune_cli({"--db", s / "t.db", "--resume", "1", "--verify", "0"});
+  ASSERT_TRUE(r.ok()) << r.failure << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("resuming session 1: " + std::to_string(stored.size()) + " trials done"),
+            std::string::npos)
+      << r.stderr_text;
+  auto all = SessionStore(s / "t.db").trials(1);
+  auto lines = read_lines(log);
+  ASSERT_GT(lines.size(), logged_before);
+  expect_resumed_without_repeats(all, done, lines, logged_before);
+}
+#endif  // SYSPILOT_CLI
