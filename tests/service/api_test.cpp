@@ -295,13 +295,24 @@ TEST_F(Api, ConcurrentSynthesizeJobs) {
       if (r && r->status == 202) ids[i] = json::parse(r->body)["job"]["id"];
     });
   for (auto& t : threads) t.join();
+  std::vector<json> done;
   for (int i = 0; i < 4; ++i) {
     ASSERT_FALSE(ids[i].empty());
     json job = wait_job(ids[i]);
     EXPECT_EQ(job["state"], "succeeded") << job.dump(2);
     EXPECT_EQ(job["library"], libs[i]);
+    done.push_back(job);
   }
   EXPECT_EQ(get_json("/v1/libraries")["libraries"].size(), 4u);
+  // The pool is bounded: when any job started, at most `workers` (2) were running.
+  // (Timestamps are ISO 8601 with milliseconds, so they compare as strings.)
+  for (auto& a : done) {
+    int running = 0;
+    for (auto& b : done)
+      running += b["started_at"].get<std::string>() <= a["started_at"].get<std::string>() &&
+                 a["started_at"].get<std::string>() < b["finished_at"].get<std::string>();
+    EXPECT_LE(running, 2) << json(done).dump(2);
+  }
 }
 
 struct SlowLlm : Api {
