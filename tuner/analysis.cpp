@@ -13,24 +13,22 @@ namespace syspilot::tuner {
 Analysis analyze(const AnalyzeOptions& opts) {
   Analysis a;
   a.composition = compose(opts.compose, a.diagnostics);
-  a.hypotheses = hypothesize(a.composition, a.diagnostics, opts.rules_dir);
-  if (!opts.profile.run.argv.empty()) {
-    a.profile = profile(a.composition, a.hypotheses, opts.profile, a.diagnostics);
-    a.profiled = true;
-    // What the profile saw loaded that the ELF walk did not (dlopen) joins the composition.
-    if (!a.profile.default_runs.empty())
-      for (auto& path : a.profile.default_runs.front().libraries) {
-        std::string name = path.substr(path.rfind('/') + 1);
-        bool known = false;
-        for (auto& l : a.composition.libraries) known |= l.soname == name || l.path == path || l.real_path == path;
-        if (known || a.composition.libraries.empty()) continue;
-        Library l;
-        l.soname = name;
-        l.path = l.real_path = path;
-        l.found_by = "dlopen";
-        a.composition.libraries.push_back(l);
-      }
+  if (opts.profile.run.argv.empty()) {
+    a.hypotheses = hypothesize(a.composition, a.diagnostics, opts.rules_dir);
+    return a;
   }
+  // The first default run comes before the hypotheses: what it had mapped that the ELF walk
+  // did not find (dlopen'ed plugins) joins the composition, so their contracts take part.
+  // It is reused as the profile's first default run, so discovery costs no extra run.
+  ProfileOptions po = opts.profile;
+  RunSpec first_spec = profile_spec(a.composition, po.run);
+  RunResult first = run(first_spec);
+  if (first.started) compose_runtime_libraries(a.composition, first.libraries, opts.compose, a.diagnostics);
+  a.hypotheses = hypothesize(a.composition, a.diagnostics, opts.rules_dir);
+  RunSpec final_spec = profile_spec(a.composition, po.run);
+  if (final_spec.env_set == first_spec.env_set) po.first_default = first;
+  a.profile = profile(a.composition, a.hypotheses, po, a.diagnostics);
+  a.profiled = true;
   return a;
 }
 

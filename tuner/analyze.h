@@ -68,6 +68,7 @@ struct Composition {
   bool source_scanned = false;            // true when relations come from the source (absence means something)
   bool app_threads = false;               // the application creates its own threads
   std::vector<std::string> app_imports;   // resource-relevant undefined symbols of the binary
+  std::map<std::string, std::string> env; // environment the application runs with (ComposeOptions::env)
 
   const ContractUse* find_contract(const std::string& name) const;
 };
@@ -85,6 +86,12 @@ struct ComposeOptions {
 // Problems (unreadable binary, bad manifest, a contract that does not parse) go to diags;
 // what could be composed is still returned.
 Composition compose(const ComposeOptions& opts, Diagnostics& diags);
+
+// Adds the shared objects a run had mapped (RunResult::libraries) that the ELF walk did not
+// find (dlopen'ed plugins), with their contracts; each new contract is taken to co-run with
+// the ones already composed. True when a contract joined (hypotheses should be derived again).
+bool compose_runtime_libraries(Composition& c, const std::vector<std::string>& mapped, const ComposeOptions& opts,
+                               Diagnostics& diags);
 
 // Name-only composition for the service (POST /v1/compose): libraries by contract name or
 // soname, nesting pairs (outer, inner) and co-running pairs; contracts as in compose().
@@ -155,6 +162,7 @@ struct ProfileOptions {
   RunSpec run;               // argv, env, timeout; sampling settings
   bool probes = true;        // one probing run per distinct probe environment
   int repeats = 1;           // default/probe pairs, interleaved D P D P; medians decide
+  RunResult first_default;   // when started: reused as the first default run (analyze()'s discovery run)
 };
 
 struct ProbeRun {
@@ -173,6 +181,10 @@ struct Profile {
 
 // Runs the application (default, then probes), decides each hypothesis' verdict in place.
 Profile profile(const Composition& c, std::vector<Hypothesis>& hs, const ProfileOptions& opts, Diagnostics& diags);
+
+// The spec every profiling run starts from: `run` plus the introspection switches the
+// composition's contracts name.
+RunSpec profile_spec(const Composition& c, const RunSpec& run);
 
 // Derived signals of one run (threads_max, ivcs_per_s, runq_wait_frac, cpu_util, ...).
 std::map<std::string, double> signals_of(const RunResult& r, int ncpus);

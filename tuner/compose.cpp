@@ -267,6 +267,17 @@ void relations_from_scan(Composition& comp, const SourceScan& scan) {
       add_relation(comp, {Relation::Kind::Nested, runtime_name(comp, it->second->runtime), a.library,
                           it->second->kind, a.where});
     }
+  // Alternating: two runtimes that each open top-level regions take turns, and the idle pool
+  // of one (spinning, or just sized for the whole machine) is still there while the other works.
+  for (auto& a : scan.regions)
+    for (auto& b : scan.regions) {
+      if (a.kind == "thread" || b.kind == "thread" || &a == &b) continue;
+      std::string ra = runtime_name(comp, a.runtime), rb = runtime_name(comp, b.runtime);
+      if (ra == rb) continue;
+      bool nested = std::find(b.enclosing.begin(), b.enclosing.end(), a.tag) != b.enclosing.end() ||
+                    std::find(a.enclosing.begin(), a.enclosing.end(), b.tag) != a.enclosing.end();
+      if (!nested) add_relation(comp, {Relation::Kind::CoRun, ra, rb, "alternating", a.file + ":" + std::to_string(a.line)});
+    }
   // Co-running: what a thread does runs beside what the rest of the program does.
   for (auto& r : scan.regions) {
     if (r.kind != "thread") continue;
@@ -387,10 +398,66 @@ void bind_contracts(Composition& comp, const Candidates& cands, bool synthesize,
   }
 }
 
+// The C runtime is nobody's to tune in a single-threaded program, but once the application
+// runs threads its allocator's arenas are shared: a contract that binds a base library by
+// soname (glibc_malloc binds libc.so.6) joins then. Never synthesized.
+void bind_base_contracts(Composition& comp, const Candidates& cands) {
+  if (!comp.app_threads) return;
+  for (auto& lib : comp.libraries) {
+    if (!lib.contract.empty() || !is_base_library(lib.soname)) continue;
+    if (const ContractUse* use = cands.by_soname(lib)) {
+      lib.contract = use->contract.name;
+      add_contract(comp, *use, lib.soname);
+    }
+  }
+}
+
 }  // namespace
+
+bool compose_runtime_libraries(Composition& comp, const std::vector<std::string>& mapped, const ComposeOptions& opts,
+                               Diagnostics& diags) {
+  Candidates cands;
+  cands.load_store(opts.store_path, diags);
+  cands.load_dirs(opts.contract_dirs.empty() ? default_contract_dirs() : opts.contract_dirs, diags);
+  std::vector<std::string> added;  // contract names that joined
+  for (auto& path : mapped) {
+    std::string name = fs::path(path).filename().string();
+    std::error_code ec;
+    std::string real = fs::canonical(path, ec).string();
+    if (ec) real = path;
+    bool known = false;
+    for (auto& l : comp.libraries) known |= l.soname == name || l.path == path || l.real_path == real;
+    if (known || comp.libraries.empty()) continue;
+    Library l;
+    l.soname = name;
+    l.path = path;
+    l.real_path = real;
+    l.variant = variant_of(real);
+    l.found_by = "dlopen";
+    ElfInfo info = read_elf(real, false);
+    if (info.ok && !info.soname.empty()) l.soname = info.soname;
+    if (!is_base_library(l.soname))
+      if (const ContractUse* use = cands.by_soname(l)) {
+        l.contract = use->contract.name;
+        if (!comp.find_contract(use->contract.name)) added.push_back(use->contract.name);
+        add_contract(comp, *use, l.soname);
+      }
+    comp.libraries.push_back(l);
+  }
+  // Nothing in the source says where a plugin's code runs: it shares the process with every
+  // runtime already composed, so it is taken to run beside each of them.
+  for (auto& n : added) {
+    for (auto& c : comp.contracts)
+      if (c.contract.name != n && std::find(added.begin(), added.end(), c.contract.name) == added.end())
+        add_relation(comp, {Relation::Kind::CoRun, n, c.contract.name, "dlopen", "seen mapped at run time"});
+    if (comp.app_threads) add_relation(comp, {Relation::Kind::CoRun, n, kAppThreads, "dlopen", "seen mapped at run time"});
+  }
+  return !added.empty();
+}
 
 Composition compose(const ComposeOptions& opts, Diagnostics& diags) {
   Composition comp;
+  comp.env = opts.env;
   Candidates cands;
   cands.load_store(opts.store_path, diags);
   cands.load_dirs(opts.contract_dirs.empty() ? default_contract_dirs() : opts.contract_dirs, diags);
@@ -505,6 +572,7 @@ Composition compose(const ComposeOptions& opts, Diagnostics& diags) {
     comp.call_sites = scan.calls;
     relations_from_scan(comp, scan);
   }
+  bind_base_contracts(comp, cands);
   for (auto& [o, i] : m.nested)
     add_relation(comp, {Relation::Kind::Nested, resolve_name(comp, o), resolve_name(comp, i), "manifest", "manifest"});
   for (auto& [a, b] : m.co_run)

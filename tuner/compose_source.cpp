@@ -231,6 +231,14 @@ class FileScan {
                                    (r.match.find("::") != std::string::npos && ends_with(callee_text, r.match));
       if (r.kind == "method") hit = fn_type == "field_expression" && ends_with(callee_text, r.match);
       if (r.kind == "thread_decl") hit = callee_text == r.match;  // std::thread(...) temporaries
+      // `pool.emplace_back([&] {...})` on a container of threads starts one.
+      if (r.kind == "thread_decl" && !hit && fn_type == "field_expression") {
+        std::string object = collapse_ws(text_.of(field(fn, "argument")));
+        std::string method = last_name(collapse_ws(text_.of(field(fn, "field"))));
+        auto c = thread_containers_.find(object);
+        hit = c != thread_containers_.end() && c->second == &r &&
+              (method == "emplace_back" || method == "emplace" || method == "push_back" || method == "emplace_front");
+      }
       if (!hit) continue;
       std::string tag = open_region(r, n, ctx, function);
       if (!ts_node_is_null(args)) run_arguments(args, r, tag, function, ctx);
@@ -250,6 +258,22 @@ class FileScan {
   // `std::thread t(f, ...)`, `std::jthread t([&]{...})`.
   bool on_thread_decl(TSNode n, const std::string& function, std::vector<std::string>& ctx) {
     std::string type = collapse_ws(text_.of(field(n, "type")));
+    // Containers of threads (`std::vector<std::thread> pool;`): their emplace_back starts threads.
+    for (auto& r : rules_) {
+      if (r.kind != "thread_decl" || type == r.match) continue;
+      std::string compact;
+      for (char ch : type)
+        if (ch != ' ') compact += ch;
+      if (compact.find("<" + r.match + ">") == std::string::npos && compact.find("<" + r.match + ",") == std::string::npos)
+        continue;
+      uint32_t count = ts_node_named_child_count(n);
+      for (uint32_t i = 0; i < count; ++i) {
+        TSNode d = ts_node_named_child(n, i);
+        std::string dt = type_of(d);
+        TSNode name = dt == "init_declarator" ? field(d, "declarator") : d;
+        if (dt == "identifier" || dt == "init_declarator") thread_containers_[collapse_ws(text_.of(name))] = &r;
+      }
+    }
     for (auto& r : rules_) {
       if (r.kind != "thread_decl" || type != r.match) continue;
       uint32_t count = ts_node_named_child_count(n);
@@ -275,6 +299,7 @@ class FileScan {
   std::vector<CallRec>& calls_;
   std::vector<StartRec>& starts_;
   std::set<std::string>& defined_;
+  std::map<std::string, const RegionRule*> thread_containers_;  // variable -> thread rule of its element type
 };
 
 bool source_file(const fs::path& p, bool& is_c) {

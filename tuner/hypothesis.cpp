@@ -307,14 +307,49 @@ std::string expand(const std::string& text, const std::map<std::string, const Pa
   return out;
 }
 
-// Resolves "role:resource" -> value assignments to control names; false when one does not resolve.
+// Whether the application's environment sets `name` (the composition's env, else inherited).
+bool exported(const Composition& comp, const std::string& name) {
+  if (auto it = comp.env.find(name); it != comp.env.end()) return !it->second.empty();
+  const char* v = std::getenv(name.c_str());
+  return v && *v;
+}
+
+// A rule's value: a literal, "ncpus", "ncpus/2" (at least 1).
+std::string rule_value(const std::string& v) {
+  if (v == "ncpus" || v == "ncores") return std::to_string(online_cpus());
+  if (v == "ncpus/2" || v == "ncores/2") return std::to_string(std::max(1, online_cpus() / 2));
+  return v;
+}
+
+// Resolves "role:resource" -> value assignments to control names; false when one does not
+// resolve. A key without a role is a control named as such (LD_PRELOAD). The value "$unset"
+// undoes what the user exported: every env control of the role acting on the resource that
+// the environment sets becomes "" (unset); nothing exported, nothing to undo.
 bool resolve_assignment(const std::map<std::string, std::string>& spec,
-                        const std::map<std::string, const Party*>& roles, bool env_only, Config& out) {
-  for (auto& [key, value] : spec) {
+                        const std::map<std::string, const Party*>& roles, bool env_only, const Composition& comp,
+                        Config& out) {
+  for (auto& [key, raw] : spec) {
+    std::string value = rule_value(raw);
     auto colon = key.find(':');
+    if (colon == std::string::npos) {
+      out[key] = value;
+      continue;
+    }
     auto it = roles.find(key.substr(0, colon));
-    if (colon == std::string::npos || it == roles.end() || !it->second->use) return false;
-    std::string ctl = rules::control_for(it->second->use->contract, key.substr(colon + 1), value, env_only);
+    if (it == roles.end() || !it->second->use) return false;
+    const lpcl::Contract& c = it->second->use->contract;
+    if (value == "$unset") {
+      bool any = false;
+      for (auto& n : rules::controls_for(c, key.substr(colon + 1))) {
+        const lpcl::Control* ctl = c.find_control(n);
+        if (!ctl || ctl->how.kind != lpcl::ControlKind::Kind::Env || !exported(comp, n)) continue;
+        out[n] = "";
+        any = true;
+      }
+      if (!any) return false;
+      continue;
+    }
+    std::string ctl = rules::control_for(c, key.substr(colon + 1), value, env_only);
     if (ctl.empty()) return false;
     out[ctl] = value;
   }
@@ -401,6 +436,10 @@ std::vector<Hypothesis> hypothesize(const Composition& comp, Diagnostics& diags,
       if (!ok) h.constraint.clear();
       for (auto& spec : rule.controls) {
         auto colon = spec.find(':');
+        if (colon == std::string::npos) {  // a control named as such
+          if (std::find(h.controls.begin(), h.controls.end(), spec) == h.controls.end()) h.controls.push_back(spec);
+          continue;
+        }
         auto it = roles.find(spec.substr(0, colon));
         if (it == roles.end() || !it->second->use || colon == std::string::npos) continue;
         for (auto& n : rules::controls_for(it->second->use->contract, spec.substr(colon + 1)))
@@ -408,11 +447,13 @@ std::vector<Hypothesis> hypothesize(const Composition& comp, Diagnostics& diags,
       }
       for (auto& spec : rule.remedies) {
         Config c;
-        if (resolve_assignment(spec, roles, false, c)) h.remedies.push_back(c);
+        if (resolve_assignment(spec, roles, false, comp, c) &&
+            std::find(h.remedies.begin(), h.remedies.end(), c) == h.remedies.end())
+          h.remedies.push_back(c);
       }
       for (auto& spec : rule.probes) {
         Config c;
-        if (resolve_assignment(spec, roles, true, c)) {
+        if (resolve_assignment(spec, roles, true, comp, c)) {
           h.probe = c;
           break;
         }

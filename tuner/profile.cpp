@@ -89,10 +89,8 @@ std::map<std::string, double> signals_of(const RunResult& r, int ncpus) {
   return s;
 }
 
-Profile profile(const Composition& comp, std::vector<Hypothesis>& hs, const ProfileOptions& opts, Diagnostics& diags) {
-  Profile prof;
-  prof.ncpus = online_cpus();
-  RunSpec base = opts.run;
+RunSpec profile_spec(const Composition& comp, const RunSpec& run) {
+  RunSpec base = run;
   // The libraries' own introspection knobs named by their contracts go into every run alike,
   // so default and probe runs stay comparable.
   std::map<std::string, std::string> introspect;
@@ -105,6 +103,16 @@ Profile profile(const Composition& comp, std::vector<Hypothesis>& hs, const Prof
           introspect[sig.metric] = v;
       }
   for (auto& [k, v] : introspect) base.env_set[k] = v;
+  return base;
+}
+
+Profile profile(const Composition& comp, std::vector<Hypothesis>& hs, const ProfileOptions& opts, Diagnostics& diags) {
+  Profile prof;
+  prof.ncpus = online_cpus();
+  RunSpec base = profile_spec(comp, opts.run);
+  std::map<std::string, std::string> introspect;
+  for (auto& [k, v] : base.env_set)
+    if (!opts.run.env_set.count(k)) introspect[k] = v;
 
   // Distinct probe environments and the hypotheses each serves.
   if (opts.probes)
@@ -120,18 +128,47 @@ Profile profile(const Composition& comp, std::vector<Hypothesis>& hs, const Prof
 
   int repeats = std::max(1, opts.repeats);
   bool default_failed = false;
+  bool default_slow = false;  // killed at the timeout while computing: probes may still finish
   for (int i = 0; i < repeats; ++i) {
-    RunResult d = run(base);
+    RunResult d = i == 0 && opts.first_default.started ? opts.first_default : run(base);
     prof.default_runs.push_back(d);
     if (!d.ok()) {
-      default_failed = true;
-      break;  // a crash or a hang is the finding; probing a failing program proves nothing
+      // A crash, or a hang that waits, is the finding; probing a failing program proves
+      // nothing. A run killed at the timeout while keeping the CPUs busy is the slow end of
+      // contention itself: a probe that finishes decides it (with the default's time as a
+      // lower bound).
+      // Busy: a quarter of a CPU or more on average (a hang that waits uses next to none;
+      // on a loaded machine a computing run may get little more).
+      double busy = (d.user_s + d.sys_s) / std::max(1e-6, d.wall_s);
+      if (d.timed_out && d.started && busy >= 0.25 && !prof.probes.empty() && i == 0) {
+        default_slow = true;
+      } else {
+        default_failed = true;
+        break;
+      }
     }
     for (auto& p : prof.probes) {
       RunSpec s = base;
-      for (auto& [k, v] : p.env) s.env_set[k] = v;
+      for (auto& [k, v] : p.env) {
+        if (!v.empty()) {
+          s.env_set[k] = v;
+          continue;
+        }
+        s.env_set.erase(k);  // "" unsets: the probe undoes a user's export
+        s.env_unset.push_back(k);
+      }
       p.runs.push_back(run(s));
     }
+    if (default_slow) break;
+  }
+  if (default_slow) {
+    bool any_probe_ok = false;
+    for (auto& p : prof.probes)
+      for (auto& r : p.runs) any_probe_ok |= r.ok();
+    if (!any_probe_ok) default_failed = true;
+    else
+      prof.notes.push_back("the default run was killed at the " + num(base.timeout_s) +
+                           " s timeout while busy; ratios against it are lower bounds");
   }
 
   const RunResult& first = prof.default_runs.front();

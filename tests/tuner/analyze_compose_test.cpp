@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tests/tuner/analyze_support.h"
 #include "tuner/analyze.h"
 
 namespace fs = std::filesystem;
@@ -58,18 +59,8 @@ const Library* find_lib(const Composition& c, const std::string& prefix) {
   return nullptr;
 }
 
-bool has_relation(const Composition& c, Relation::Kind k, const std::string& a, const std::string& b) {
-  for (auto& r : c.relations)
-    if (r.kind == k && ((r.outer == a && r.inner == b) || (k == Relation::Kind::CoRun && r.outer == b && r.inner == a)))
-      return true;
-  return false;
-}
-
-const Hypothesis* find_h(const std::vector<Hypothesis>& hs, const std::string& id) {
-  for (auto& h : hs)
-    if (h.id == id) return &h;
-  return nullptr;
-}
+using testing_support::find_h;
+using testing_support::has_relation;
 
 }  // namespace
 

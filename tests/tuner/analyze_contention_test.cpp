@@ -1,0 +1,255 @@
+// Tests of the contention the analysis derives beyond plain nesting: thread pools kept in
+// containers, runtimes that alternate, a runtime seen only at run time (dlopen), allocator
+// contention through the C library, and undoing a user's pinning export. Programs that need
+// unusual builds (a plugin, a host that dlopens it) are compiled here with the system compiler.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tests/tuner/analyze_support.h"
+#include "tuner/analyze.h"
+
+namespace fs = std::filesystem;
+using namespace syspilot;
+using namespace syspilot::tuner;
+
+namespace {
+
+std::string program(const std::string& name) { return std::string(SYSPILOT_TEST_PROGRAMS) + "/" + name; }
+std::string program_source(const std::string& name) { return std::string(SYSPILOT_TEST_PROGRAM_SOURCES) + "/" + name; }
+std::string corpus() { return std::string(SYSPILOT_TEST_PROGRAM_SOURCES) + "/../../../corpus"; }
+
+// A private folder for sources written by a test and for programs compiled by it.
+struct Scratch {
+  fs::path dir;
+  Scratch() {
+    static int n = 0;
+    dir = fs::temp_directory_path() / ("syspilot-contention-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
+    fs::create_directories(dir);
+  }
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  }
+  // cc ARGS -o dir/out; empty string when the compiler fails.
+  std::string compile(const std::string& out, const std::string& args) const {
+    std::string path = (dir / out).string();
+    std::string cmd = "cc -O2 -w " + args + " -o '" + path + "' 2>&1";
+    int rc = std::system(cmd.c_str());
+    return rc == 0 ? path : "";
+  }
+};
+
+using testing_support::find_h;
+using testing_support::has_relation;
+
+std::string relations_text(const Composition& c) {
+  std::string out = "relations:";
+  for (auto& r : c.relations) out += " " + r.outer + (r.kind == Relation::Kind::Nested ? ">" : "+") + r.inner + "(" + r.how + ")";
+  out += " contracts:";
+  for (auto& u : c.contracts) out += " " + u.contract.name;
+  return out;
+}
+
+bool names(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+ComposeOptions compose_options(const std::string& prog, const std::string& contracts, const std::string& source_dir = {}) {
+  ComposeOptions o;
+  o.binary = prog;
+  o.contract_dirs = {contracts};
+  o.synthesize = false;
+  o.source_dir = source_dir;
+  return o;
+}
+
+bool has_remedy(const Hypothesis& h, const std::string& control, const std::string& value) {
+  for (auto& r : h.remedies)
+    if (auto it = r.find(control); it != r.end() && it->second == value) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST(Contention, ThreadsStartedThroughAContainerAreApplicationThreads) {
+  Scratch s;
+  s.write("pool.cpp", R"(#include <thread>
+#include <vector>
+int main() {
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 4; ++t) pool.emplace_back([t] { volatile int x = t; (void)x; });
+#pragma omp parallel for
+  for (int i = 0; i < 8; ++i) {}
+  for (auto& t : pool) t.join();
+}
+)");
+  ComposeOptions o = compose_options(program("spin_pool"), SYSPILOT_TEST_CONTRACTS, s.dir.string());
+  Diagnostics d;
+  Composition c = compose(o, d);
+  EXPECT_TRUE(c.app_threads);
+  EXPECT_TRUE(has_relation(c, Relation::Kind::CoRun, "app-threads", "libgomp")) << relations_text(c);
+  auto hs = hypothesize(c, d);
+  const Hypothesis* spin = find_h(hs, "spin_interference:libgomp>app-threads");
+  ASSERT_NE(spin, nullptr);
+  EXPECT_TRUE(names(spin->controls, "OMP_WAIT_POLICY"));
+  EXPECT_TRUE(has_remedy(*spin, "OMP_WAIT_POLICY", "passive"));
+}
+
+TEST(Contention, RuntimesThatTakeTurnsRunBesideEachOther) {
+  Scratch s;
+  s.write("phases.cpp", R"(#include <tbb/parallel_for.h>
+int main() {
+  double a[64] = {0};
+  for (int step = 0; step < 10; ++step) {
+#pragma omp parallel for
+    for (int i = 0; i < 64; ++i) a[i] += i;
+    tbb::parallel_for(0, 64, [&](int i) { a[i] *= 0.5; });
+  }
+}
+)");
+  ComposeOptions o = compose_options(program("tbb_omp"), SYSPILOT_TEST_CONTRACTS, s.dir.string());
+  Diagnostics d;
+  Composition c = compose(o, d);
+  ASSERT_TRUE(has_relation(c, Relation::Kind::CoRun, "libgomp", "onetbb")) << relations_text(c);
+  EXPECT_FALSE(has_relation(c, Relation::Kind::Nested, "libgomp", "onetbb"));
+  bool alternating = false;
+  for (auto& r : c.relations) alternating |= r.how == "alternating";
+  EXPECT_TRUE(alternating);
+  auto hs = hypothesize(c, d);
+  EXPECT_NE(find_h(hs, "spin_interference:libgomp>onetbb"), nullptr) << relations_text(c);
+}
+
+TEST(Contention, PinningExportIsUndoneByTheProbeAndTheRemedy) {
+  ComposeOptions o = compose_options(program("spin_pool"), SYSPILOT_TEST_CONTRACTS);
+  ::unsetenv("OMP_PROC_BIND");
+  ::unsetenv("OMP_PLACES");
+  ::unsetenv("GOMP_CPU_AFFINITY");
+  Scratch s;
+  s.write("spin_pool.c", [] {
+    std::ifstream in(program_source("spin_pool.c"));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }());
+  o.source_dir = s.dir.string();
+  Diagnostics d;
+  // Nothing exported: nothing to undo, so no probe is spent and the hypothesis cannot hold.
+  Composition plain = compose(o, d);
+  const Hypothesis* h = nullptr;
+  auto hs_plain = hypothesize(plain, d);
+  h = find_h(hs_plain, "affinity_collision:libgomp>app-threads");
+  ASSERT_NE(h, nullptr);
+  EXPECT_TRUE(h->probe.empty());
+  EXPECT_TRUE(h->remedies.empty());
+  // The user exported OMP_PROC_BIND: the probe and the remedy unset it (value "").
+  o.env["OMP_PROC_BIND"] = "true";
+  Composition pinned = compose(o, d);
+  auto hs = hypothesize(pinned, d);
+  h = find_h(hs, "affinity_collision:libgomp>app-threads");
+  ASSERT_NE(h, nullptr);
+  ASSERT_EQ(h->probe.count("OMP_PROC_BIND"), 1u);
+  EXPECT_EQ(h->probe.at("OMP_PROC_BIND"), "");
+  EXPECT_EQ(h->probe.count("OMP_PLACES"), 0u);  // not exported, left alone
+  EXPECT_TRUE(has_remedy(*h, "OMP_PROC_BIND", ""));
+}
+
+TEST(Contention, AllocatorContentionConfirmedThroughTheCLibrary) {
+  Scratch s;
+  std::string storm = s.compile("alloc_storm", "-pthread '" + program_source("alloc_storm.c") + "'");
+  ASSERT_FALSE(storm.empty()) << "cc failed on alloc_storm.c";
+  AnalyzeOptions o;
+  o.compose.binary = storm;
+  o.compose.contract_dirs = {corpus()};
+  o.compose.synthesize = false;
+  o.profile.run.argv = {storm, "3000", "8"};
+  o.profile.run.timeout_s = 30;
+  Analysis a = analyze(o);
+  // The program starts threads, so the C library's allocator contract joins.
+  ASSERT_NE(a.composition.find_contract("glibc_malloc"), nullptr) << to_text(a);
+  const Hypothesis* h = find_h(a.hypotheses, "allocator_contention:glibc_malloc");
+  ASSERT_NE(h, nullptr) << to_text(a);
+  EXPECT_EQ(h->verdict, Verdict::Confirmed) << to_text(a);
+  EXPECT_TRUE(names(h->controls, "MALLOC_ARENA_MAX"));
+  EXPECT_TRUE(names(h->controls, "LD_PRELOAD"));
+  EXPECT_TRUE(has_remedy(*h, "LD_PRELOAD", "libjemalloc.so.2"));
+  // Decided by the default run's own signals: no probe is charged for it.
+  EXPECT_TRUE(a.profile.probes.empty());
+  auto g = guides(a.hypotheses);
+  ASSERT_FALSE(g.empty());
+  EXPECT_EQ(g.front().kind, "allocator_contention");
+}
+
+TEST(Contention, AllocatorContentionRefutedWhereThreadsOnlyCompute) {
+  AnalyzeOptions o;
+  o.compose.binary = program("spin_pool");
+  o.compose.contract_dirs = {corpus()};
+  o.compose.synthesize = false;
+  o.profile.run.argv = {program("spin_pool"), "20", "1"};
+  o.profile.run.timeout_s = 30;
+  o.profile.probes = false;
+  Analysis a = analyze(o);
+  const Hypothesis* h = find_h(a.hypotheses, "allocator_contention:glibc_malloc");
+  ASSERT_NE(h, nullptr) << to_text(a);
+  EXPECT_EQ(h->verdict, Verdict::Refuted) << to_text(a);
+}
+
+TEST(Contention, SingleThreadedProgramDoesNotComposeTheCLibrary) {
+  ComposeOptions o = compose_options(program("calm"), corpus());
+  Diagnostics d;
+  Composition c = compose(o, d);
+  EXPECT_EQ(c.find_contract("glibc_malloc"), nullptr) << relations_text(c);
+}
+
+// A host without OpenMP loads a plugin built with it; the runtime appears only at run time.
+class Plugin : public ::testing::Test {
+ protected:
+  Scratch s;
+  std::string host, plugin;
+  void SetUp() override {
+    plugin = s.compile("plugin_omp.so", "-fopenmp -shared -fPIC '" + program_source("plugin_omp.c") + "'");
+    host = s.compile("plugin_host", "-pthread '" + program_source("plugin_host.c") + "' -ldl");
+    ASSERT_FALSE(plugin.empty() || host.empty()) << "cc failed on the plugin test programs";
+  }
+  AnalyzeOptions options(const std::string& wait_policy) {
+    AnalyzeOptions o;
+    o.compose.binary = host;
+    o.compose.contract_dirs = {SYSPILOT_TEST_CONTRACTS};
+    o.compose.synthesize = false;
+    o.profile.run.argv = {host, plugin, "100", "1"};
+    o.profile.run.env_set = {{"OMP_WAIT_POLICY", wait_policy}, {"OMP_NUM_THREADS", "2"}};
+    o.compose.env = o.profile.run.env_set;
+    o.profile.run.timeout_s = 30;
+    return o;
+  }
+};
+
+TEST_F(Plugin, DlopenedRuntimeIsComposedAndItsSpinningConfirmed) {
+  Analysis a = analyze(options("active"));
+  const Library* gomp = nullptr;
+  for (auto& l : a.composition.libraries)
+    if (l.soname.rfind("libgomp", 0) == 0) gomp = &l;
+  ASSERT_NE(gomp, nullptr) << to_text(a);
+  EXPECT_EQ(gomp->found_by, "dlopen");
+  EXPECT_EQ(gomp->contract, "libgomp");
+  EXPECT_TRUE(has_relation(a.composition, Relation::Kind::CoRun, "libgomp", "app-threads")) << to_text(a);
+  const Hypothesis* h = find_h(a.hypotheses, "spin_interference:libgomp>app-threads");
+  ASSERT_NE(h, nullptr) << to_text(a);
+  EXPECT_EQ(h->verdict, Verdict::Confirmed) << to_text(a);
+  EXPECT_TRUE(names(h->controls, "OMP_WAIT_POLICY"));
+  // The discovery run is the profile's first default run: one default, one run per probe.
+  EXPECT_EQ(a.profile.default_runs.size(), 1u);
+}
+
+TEST_F(Plugin, PassiveWaitingRefutesTheSpinning) {
+  Analysis a = analyze(options("passive"));
+  const Hypothesis* h = find_h(a.hypotheses, "spin_interference:libgomp>app-threads");
+  ASSERT_NE(h, nullptr) << to_text(a);
+  EXPECT_EQ(h->verdict, Verdict::Refuted) << to_text(a);
+}
