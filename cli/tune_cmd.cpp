@@ -118,6 +118,12 @@ std::string fixed(double v, int prec = 2) {
   return os.str();
 }
 
+// "2.07x +-16%"; a ratio is undefined when the default's metric or score is 0 (or the best's).
+std::string speedup_text(double speedup, double spread) {
+  if (speedup <= 0) return "n/a (a metric or score of 0 has no ratio)";
+  return fixed(speedup) + "x +-" + pct(spread);
+}
+
 int run_tune(TuneArgs a) {
   std::string db = a.db.empty() ? store::default_db_path() : a.db;
   std::unique_ptr<SessionStore> sessions;
@@ -295,7 +301,7 @@ int run_tune(TuneArgs a) {
       auto [sp, spr] = speedup_of(d);
       std::string cfg = d.res.best >= 0 ? to_string(d.res.trials[d.res.best].config) : "(every trial failed)";
       std::cout << std::left << std::setw(14) << d.strategy << std::setw(6) << d.res.runs << std::setw(8)
-                << d.res.trials.size() << std::setw(44) << cfg << fixed(sp) << "x +-" << pct(spr) << "\n";
+                << d.res.trials.size() << std::setw(44) << cfg << speedup_text(sp, spr) << "\n";
     }
     return std::all_of(done.begin(), done.end(), [](const Done& d) { return d.res.best >= 0; }) ? kOk : kFindings;
   }
@@ -317,7 +323,7 @@ int run_tune(TuneArgs a) {
   std::ostream& info = a.export_only ? std::cerr : std::cout;
   for (const auto& [k, v] : env) std::cout << (a.export_only ? "export " : "") << k << "=" << shell_quote(v) << "\n";
   if (env.empty()) info << "# the default configuration is the best found\n";
-  info << "# speedup " << fixed(speedup) << "x +-" << pct(spread) << " over the default (" << basis << "); "
+  info << "# speedup " << speedup_text(speedup, spread) << " over the default (" << basis << "); "
        << res.trials.size() << " trials, " << res.runs << "/" << a.budget << " runs, noise +-" << pct(res.noise)
        << ", stopped: " << res.stop_reason << "\n";
   if (!confirms.empty()) {

@@ -387,6 +387,14 @@ TEST(TuneCli, MetricMaximizeExportAndProgressOnStderr) {
   ASSERT_TRUE(m.ok()) << m.failure << m.stderr_text;
   EXPECT_EQ(lines_of(m.stdout_text), std::vector<std::string>{"export X=1"}) << m.stdout_text;
 
+  // A default whose metric is 0 has no ratio to the best: said so, not printed as 0x.
+  RunResult zero = tune_cli({"--db", s / "t.db", "--budget", "6", "--max-repeats", "1", "--strategy", "grid",
+                             "--add", "X=1,2", "--metric", "rate ([0-9.]+)", "--maximize", "--", "/bin/sh", "-c",
+                             "echo \"rate $(( ${X:-0} * 10 ))\""});
+  ASSERT_TRUE(zero.ok()) << zero.failure << zero.stderr_text;
+  EXPECT_NE(zero.stdout_text.find("X=2"), std::string::npos) << zero.stdout_text;
+  EXPECT_NE(zero.stdout_text.find("# speedup n/a"), std::string::npos) << zero.stdout_text;
+
   // A metric the output does not contain fails each trial with the reason, and no export is made.
   RunResult miss = tune_cli({"--db", s / "t.db", "--budget", "4", "--max-repeats", "1", "--add", "X=1,2",
                              "--metric", "rate ([0-9.]+)", "--export", "--", "/bin/echo", "nothing"});
