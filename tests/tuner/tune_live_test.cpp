@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <set>
 #include <thread>
 
@@ -436,6 +437,33 @@ TEST(TuneCli, CompareSideBySideWithReport) {
   EXPECT_NE(mds.find("grid"), std::string::npos);
   EXPECT_NE(mds.find("random"), std::string::npos);
   EXPECT_NE(svgs.find("<svg"), std::string::npos);
+}
+
+// --space all searches every control of every composed contract (libgomp and onetbb here), not
+// only those of confirmed hypotheses; --pin fixes a control in every trial, --drop removes one.
+TEST(TuneCli, SpaceAllWithPinAndDrop) {
+  Scratch s("cli-space");
+  RunResult r = tune_cli({"--db", s / "t.db", "--space", "all", "--budget", "4", "--max-repeats", "1", "--verify",
+                          "0", "--strategy", "random", "--pin", "OMP_DYNAMIC=true", "--drop", "GOMP_SPINCOUNT", "--",
+                          program("tbb_phases"), "2", "1000"});
+  ASSERT_TRUE(r.ok()) << r.failure << r.stderr_text;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.stderr_text, m, std::regex("tune: ([0-9]+) controls"))) << r.stderr_text;
+  EXPECT_GE(std::stoi(m[1]), 6) << r.stderr_text;  // libgomp's env controls alone are more
+  SessionStore st(s / "t.db");
+  auto info = st.get(1);
+  ASSERT_TRUE(info);
+  Space space = space_from_json(info->space_json);
+  EXPECT_EQ(space.find("GOMP_SPINCOUNT"), nullptr);
+  EXPECT_NE(space.find("OMP_WAIT_POLICY"), nullptr);
+  auto trials = st.trials(1);
+  ASSERT_GE(trials.size(), 2u);
+  for (const auto& t : trials) {
+    if (t.config.empty()) continue;  // the default, the reference
+    EXPECT_EQ(t.config.count("GOMP_SPINCOUNT"), 0u) << to_string(t.config);
+    ASSERT_EQ(t.config.count("OMP_DYNAMIC"), 1u) << to_string(t.config);
+    EXPECT_EQ(t.config.at("OMP_DYNAMIC"), "true");
+  }
 }
 
 // `syspilot tune` killed with SIGKILL mid-session, then `--resume ID`: the trials stored before
