@@ -120,7 +120,11 @@ nlohmann::json to_json(const Composition& c) {
 
 nlohmann::json to_json(const Hypothesis& h) {
   nlohmann::json checks = nlohmann::json::array();
-  for (auto& c : h.checks) checks.push_back({{"signal", c.signal}, {"op", c.op}, {"threshold", c.threshold}, {"why", c.why}});
+  for (auto& c : h.checks) {
+    nlohmann::json x = {{"signal", c.signal}, {"op", c.op}, {"threshold", c.threshold}, {"why", c.why}};
+    if (!c.or_signal.empty()) x["or"] = {{"signal", c.or_signal}, {"op", c.or_op}, {"threshold", c.or_threshold}};
+    checks.push_back(x);
+  }
   nlohmann::json ev = nlohmann::json::array();
   for (auto& e : h.evidence) {
     nlohmann::json x = {{"signal", e.signal}, {"op", e.op}, {"threshold", e.threshold}, {"passed", e.passed}, {"note", e.note}};

@@ -121,6 +121,11 @@ struct Check {
   std::string op;     // > >= < <=
   double threshold = 0;
   std::string why;    // what it shows, from the rule
+  // An alternative that also passes the check ("or" in the rule): another signal that shows
+  // the same effect where the first does not (a spinning team makes few involuntary switches
+  // but still slows the run). Empty when none.
+  std::string or_signal, or_op;
+  double or_threshold = 0;
 };
 
 // The numbers that decided a check.

@@ -4,6 +4,7 @@
 #include "tuner/hypothesis.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -103,6 +104,14 @@ std::vector<Rule> load(const std::string& dir, Diagnostics& diags) {
         cs.op = c.at("op").get<std::string>();
         cs.value = c.at("value").is_string() ? c.at("value").get<std::string>() : c.at("value").dump();
         cs.why = c.value("why", "");
+        if (c.contains("or")) {
+          auto& alt = c.at("or");
+          cs.or_signal = alt.at("signal").get<std::string>();
+          cs.or_op = alt.at("op").get<std::string>();
+          cs.or_value = alt.at("value").is_string() ? alt.at("value").get<std::string>() : alt.at("value").dump();
+          if (cs.or_op != ">" && cs.or_op != ">=" && cs.or_op != "<" && cs.or_op != "<=")
+            throw std::runtime_error("check op must be one of > >= < <=, not " + cs.or_op);
+        }
         if (cs.op != ">" && cs.op != ">=" && cs.op != "<" && cs.op != "<=")
           throw std::runtime_error("check op must be one of > >= < <=, not " + cs.op);
         r.checks.push_back(cs);
@@ -464,6 +473,16 @@ std::vector<Hypothesis> hypothesize(const Composition& comp, Diagnostics& diags,
         c.op = cs.op;
         c.why = cs.why;
         double v = 0;
+        if (!cs.or_signal.empty()) {
+          double ov = 0;
+          if (cs.or_value == "ncpus" || cs.or_value == "ncores") ov = ncpus;
+          else if (!number_text(cs.or_value, &ov)) ov = NAN;
+          if (!std::isnan(ov)) {
+            c.or_signal = cs.or_signal;
+            c.or_op = cs.or_op;
+            c.or_threshold = ov;
+          }
+        }
         if (cs.value == "ncpus" || cs.value == "ncores") c.threshold = ncpus;
         else if (number_text(cs.value, &v)) c.threshold = v;
         else {

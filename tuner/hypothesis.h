@@ -18,6 +18,7 @@ struct Role {
 
 struct CheckSpec {
   std::string signal, op, value, why;  // value: a number or a machine fact (ncpus, ncores)
+  std::string or_signal, or_op, or_value;  // "or": {signal, op, value}; empty when none
 };
 
 struct Rule {

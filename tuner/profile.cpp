@@ -140,7 +140,7 @@ Profile profile(const Composition& comp, std::vector<Hypothesis>& hs, const Prof
       // Busy: a quarter of a CPU or more on average (a hang that waits uses next to none;
       // on a loaded machine a computing run may get little more).
       double busy = (d.user_s + d.sys_s) / std::max(1e-6, d.wall_s);
-      if (d.timed_out && d.started && busy >= 0.25 && !prof.probes.empty() && i == 0) {
+      if (d.timed_out && d.started && busy >= 0.25 && i == 0) {
         default_slow = true;
       } else {
         default_failed = true;
@@ -165,10 +165,12 @@ Profile profile(const Composition& comp, std::vector<Hypothesis>& hs, const Prof
     bool any_probe_ok = false;
     for (auto& p : prof.probes)
       for (auto& r : p.runs) any_probe_ok |= r.ok();
-    if (!any_probe_ok) default_failed = true;
+    // Rates (faults, switches per second) of a killed run still hold; ratios need a probe
+    // that finished.
+    if (!prof.probes.empty() && !any_probe_ok) default_failed = true;
     else
       prof.notes.push_back("the default run was killed at the " + num(base.timeout_s) +
-                           " s timeout while busy; ratios against it are lower bounds");
+                           " s timeout while busy; its rates stand, ratios against it are lower bounds");
   }
 
   const RunResult& first = prof.default_runs.front();
@@ -267,6 +269,18 @@ Profile profile(const Composition& comp, std::vector<Hypothesis>& hs, const Prof
       }
       e.value = it->second;
       e.passed = compare(e.value, c.op, c.threshold);
+      if (!e.passed && !c.or_signal.empty()) {
+        auto& osrc = c.or_signal.rfind("probe.", 0) == 0 ? probe_sig : prof.signals;
+        auto oit = osrc.find(c.or_signal);
+        if (oit != osrc.end() && !std::isnan(oit->second) && compare(oit->second, c.or_op, c.or_threshold)) {
+          // The alternative decided: report it as the evidence.
+          e.signal = c.or_signal;
+          e.op = c.or_op;
+          e.threshold = c.or_threshold;
+          e.value = oit->second;
+          e.passed = true;
+        }
+      }
       ++known;
       passed += e.passed;
       if (is_probe && c.signal != "controls_set") {

@@ -253,3 +253,29 @@ TEST_F(Plugin, PassiveWaitingRefutesTheSpinning) {
   ASSERT_NE(h, nullptr) << to_text(a);
   EXPECT_EQ(h->verdict, Verdict::Refuted) << to_text(a);
 }
+
+TEST(Contention, RuleCheckMayPassOnAnAlternativeSignal) {
+  Scratch s;
+  s.write("nested.json", R"({"kind": "nested_oversubscription", "relation": "nested",
+    "roles": [{"name": "outer", "any": ["provides:region"]}, {"name": "inner", "any": ["demand:cpu.threads"]}],
+    "probes": [{"inner:cpu.threads": "1"}],
+    "checks": [{"signal": "probe.ivcs_ratio", "op": ">=", "value": 1000,
+                "or": {"signal": "threads_max", "op": ">=", "value": 1}}]})");
+  AnalyzeOptions o;
+  o.compose.binary = program("omp_blas");
+  o.compose.contract_dirs = {SYSPILOT_TEST_CONTRACTS};
+  o.compose.synthesize = false;
+  o.compose.manifest = s.write("m.txt", "nested libgomp > openblas\n");
+  o.rules_dir = s.dir.string();
+  o.profile.run.argv = {program("omp_blas")};
+  o.profile.run.timeout_s = 30;
+  Analysis a = analyze(o);
+  ASSERT_EQ(a.hypotheses.size(), 1u) << to_text(a);
+  const Hypothesis& h = a.hypotheses.front();
+  ASSERT_EQ(h.checks.size(), 1u);
+  EXPECT_EQ(h.checks[0].or_signal, "threads_max");
+  // No program switches 1000x less with one thread: the alternative decided.
+  EXPECT_EQ(h.verdict, Verdict::Confirmed) << to_text(a);
+  ASSERT_EQ(h.evidence.size(), 1u);
+  EXPECT_EQ(h.evidence[0].signal, "threads_max");
+}
