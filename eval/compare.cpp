@@ -1,12 +1,15 @@
 // Tuners side by side: every tuner, every seed, the same budget accounting (tuner::tune) over
 // the same objective (a replayed table or live runs), recorded as best-so-far per run.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <limits>
 #include <set>
+#include <thread>
 
 #include "eval/eval.h"
+#include "tuner/measure.h"
 
 namespace syspilot::eval {
 
@@ -54,7 +57,29 @@ Session run_session(const Scenario& s, const Table* table, const std::string& tu
     objective = std::move(r);
   }
   tuner::TuneOptions opts;
-  opts.budget = std::max(0, max_runs - out.profiling_runs);
+  // The analysis ran the user's default to profile it: those runs are the reference trial
+  // (tune() would otherwise measure the default again). They are charged once, here; the
+  // probing runs before them are charged as a prefix of the session.
+  int reference_runs = tuner_name == "syspilot" && guidance ? std::min(guidance->default_runs, out.profiling_runs) : 0;
+  int prefix = out.profiling_runs - reference_runs;
+  if (reference_runs > 0 && max_runs > prefix) {
+    tuner::Trial ref;
+    ref.strategy = "reference";
+    for (int i = 0; i < reference_runs; ++i) {
+      tuner::Measurement one = objective->evaluate({});
+      ref.m.repeats += 1;
+      if (one.ok) ref.m.samples.push_back(one.value);
+      else ref.m.failure = one.failure;
+    }
+    ref.m.ok = !ref.m.samples.empty();
+    if (ref.m.ok) {
+      ref.m.failure.clear();
+      ref.m.value = tuner::median(ref.m.samples);
+      ref.m.spread = tuner::relative_spread(ref.m.samples);
+    }
+    opts.resumed.push_back(ref);
+  }
+  opts.budget = std::max(0, max_runs - prefix);
   tuner::TuneResult res;
   if (opts.budget > 0) res = tuner::tune(*strategy, *objective, opts);
   double overhead = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -63,8 +88,8 @@ Session run_session(const Scenario& s, const Table* table, const std::string& tu
   if (table)
     if (const Entry* d = table->find(normalise(s, {}))) default_s = d->median();
   out.tuning_seconds = live ? overhead : overhead + (replay ? replay->simulated_seconds() : 0);
-  out.tuning_seconds += out.profiling_runs * default_s;
-  out.runs = out.profiling_runs + res.runs;
+  out.tuning_seconds += prefix * default_s;
+  out.runs = prefix + res.runs;
   out.stop_reason = res.stop_reason;
   out.trials = static_cast<int>(res.trials.size());
   double incumbent = std::numeric_limits<double>::infinity();
@@ -72,7 +97,7 @@ Session run_session(const Scenario& s, const Table* table, const std::string& tu
   int filled = 0;
   for (const auto& t : res.trials) {
     if (!t.m.ok) ++out.failed_trials;
-    int end = out.profiling_runs + t.runs_before + t.m.repeats;
+    int end = prefix + t.runs_before + t.m.repeats;
     for (; filled < std::min(end - 1, max_runs); ++filled) out.best_by_run[filled] = truth;
     if (t.m.ok && t.m.value < incumbent) {
       incumbent = t.m.value;
@@ -123,11 +148,24 @@ Comparison compare(const std::vector<Scenario>& scenarios, const std::map<std::s
     bool want_guides = std::find(tuners.begin(), tuners.end(), "syspilot") != tuners.end();
     if (want_guides && guidance) g = guidance(s);
     r.guides_note = g.note;
-    for (const auto& name : tuners) {
-      if (o.progress) o.progress(s.name + ": " + name);
-      for (int seed = 1; seed <= o.seeds; ++seed)
-        r.sessions.push_back(run_session(s, &t, name, static_cast<std::uint64_t>(seed), max_runs, o.live, &g));
-    }
+    // Replayed sessions are independent and deterministic per (tuner, seed): they run on every
+    // core (the Optuna bridges are processes of their own), in the order they are reported.
+    // Live sessions run one at a time: two at once would contend with each other.
+    std::vector<std::pair<std::string, int>> jobs;
+    for (const auto& name : tuners)
+      for (int seed = 1; seed <= o.seeds; ++seed) jobs.emplace_back(name, seed);
+    r.sessions.resize(jobs.size());
+    std::atomic<size_t> next_job{0};
+    auto work = [&] {
+      for (size_t k; (k = next_job++) < jobs.size();)
+        r.sessions[k] = run_session(s, &t, jobs[k].first, static_cast<std::uint64_t>(jobs[k].second), max_runs, o.live, &g);
+    };
+    if (o.progress) o.progress(s.name + ": " + std::to_string(jobs.size()) + " sessions");
+    unsigned workers = o.live ? 1 : std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> pool;
+    for (unsigned w = 1; w < workers; ++w) pool.emplace_back(work);
+    work();
+    for (auto& th : pool) th.join();
     c.scenarios.push_back(std::move(r));
   }
   if (!digests.empty() && !any_contract)

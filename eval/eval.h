@@ -216,7 +216,8 @@ struct Comparison {
 // when it is available), and the runs that analysis spent.
 struct Guidance {
   std::vector<tuner::Guide> guides;
-  int profiling_runs = 0;
+  int profiling_runs = 0;  // every run the analysis made (default and probes)
+  int default_runs = 0;    // of which runs of the user's default: they serve as the tuner's reference
   std::string note;
 };
 using GuidanceSource = std::function<Guidance(const Scenario&)>;

@@ -1,5 +1,6 @@
 // What the analysis stage tells the syspilot tuner about a scenario: run once live (its
 // profiling runs are charged to syspilot's budget) and kept beside the measured table.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -26,6 +27,7 @@ Guidance analyse(const Scenario& s, bool refresh, Diagnostics& diags) {
     if (j.is_object()) {
       g.guides = tuner::guides_from_json(j.value("guides", nlohmann::json::array()).dump());
       g.profiling_runs = j.value("profiling_runs", 0);
+      g.default_runs = std::min(g.profiling_runs, j.value("default_runs", 0));
       g.note = j.value("note", "");
       return g;
     }
@@ -36,6 +38,7 @@ Guidance analyse(const Scenario& s, bool refresh, Diagnostics& diags) {
   j["scenario"] = s.name;
   j["guides"] = nlohmann::json::parse(tuner::guides_to_json(g.guides));
   j["profiling_runs"] = g.profiling_runs;
+  j["default_runs"] = g.default_runs;
   j["note"] = g.note;
   j["contracts_digest"] = contracts_digest(corpus_dir());
   std::filesystem::create_directories(data_dir());
@@ -61,6 +64,7 @@ bool analyse_live(const Scenario& s, Guidance& g, Diagnostics& diags) {
   for (const auto& d : a.diagnostics.items())
     if (d.severity == Severity::Error) diags.add(d);
   g.profiling_runs = static_cast<int>(a.profile.default_runs.size());
+  g.default_runs = g.profiling_runs;
   for (const auto& p : a.profile.probes) g.profiling_runs += static_cast<int>(p.runs.size());
   // The search can only act on controls the table measured; others stay at the default.
   std::set<std::string> measured;

@@ -112,11 +112,13 @@ tuner::Space space_of(const Scenario& s, const std::vector<std::string>* only) {
     p.name = c.name;
     p.library = c.library;
     p.kind = c.kind == "api" ? tuner::Param::Kind::Api : tuner::Param::Kind::Env;
-    for (const auto& v : c.values)
-      if (!v.empty()) p.values.push_back(v);
+    // "" (not set) stays a value the tuners can choose: the library's own default is often
+    // the best setting of one control while another is changed, and leaving a variable unset
+    // is what a user can do too (LD_PRELOAD unset is glibc's allocator).
+    p.values = c.values;
     auto d = s.user_default.find(c.name);
     p.default_value = d == s.user_default.end() ? "" : d->second;
-    p.numeric = std::all_of(p.values.begin(), p.values.end(), numeric);
+    p.numeric = std::all_of(p.values.begin(), p.values.end(), [](const std::string& v) { return v.empty() || numeric(v); });
     space.params.push_back(std::move(p));
   }
   return space;

@@ -1,10 +1,12 @@
 // The contract-guided strategy: first the configurations the confirmed hypotheses' constraints
-// and remedies suggest (ranked by predicted fit), then one-control-at-a-time refinement around
-// the incumbent, stopping when no neighbour is left that could beat it beyond the noise.
+// and remedies suggest (ranked by predicted fit), then refinement around the incumbent, stopping
+// when no neighbour is left that could beat it beyond the noise. Without a guide it samples the
+// space (uniform draws and an additive model of what was measured) instead of crawling it.
 // Also make_strategy(), the one place that maps strategy names to implementations.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <random>
 #include <set>
 #include <stdexcept>
 
@@ -56,10 +58,11 @@ std::map<std::string, double> numeric_names(const Space& space, const Config& c,
 
 class GuidedSearch : public Strategy {
  public:
-  GuidedSearch(const Space& space, const StrategyContext& ctx) : space_(space), ctx_(ctx) {
+  GuidedSearch(const Space& space, const StrategyContext& ctx) : space_(space), ctx_(ctx), rng_(ctx.seed) {
     std::stable_sort(ctx_.guides.begin(), ctx_.guides.end(),
                      [](const Guide& a, const Guide& b) { return a.weight > b.weight; });
     build_seeds();
+    guided_ = !seeds_.empty();
   }
   std::string name() const override { return "syspilot"; }
 
@@ -70,27 +73,141 @@ class GuidedSearch : public Strategy {
     // 1. What the hypotheses suggest, best predicted first.
     for (const auto& s : seeds_)
       if (!seen.count(s)) return s;
-    // 2. Refinement: neighbours of the incumbent, one control at a time.
     const Trial* inc = incumbent(history);
-    if (!inc) return std::nullopt;  // nothing succeeded yet and no suggestion left
     double noise = noise_of(history);
-    for (const auto& c : neighbours(canonical(inc->config))) {
-      if (seen.count(c)) continue;
-      if (predicted_worse(c, *inc, history, noise)) continue;
-      return c;
+    ++step_;
+    if (guided_) {
+      // 2. The guides held: refine around the incumbent one control at a time (the guides'
+      // controls first), every other step a draw from the model of what was measured so that
+      // an interaction between two controls is not missed. Converged when no neighbour is
+      // left that could beat the incumbent beyond the noise.
+      std::optional<Config> local = inc ? refinement(*inc, history, seen, noise) : std::nullopt;
+      if (!local) return std::nullopt;
+      if (step_ % 2 == 0)
+        if (auto m = model_pick(history, seen)) return m;
+      return local;
     }
-    // 3. Converged: every neighbour was measured or is predicted to lose beyond the noise.
-    return std::nullopt;
+    // 3. No guide: sample the space. Of every three proposals one is a uniform draw (what
+    // random search does), one a neighbour of the incumbent (to settle the last few percent)
+    // and one the best candidate of an additive model of the measured trials.
+    if (step_ % 3 == 1)
+      if (auto r = uniform_pick(seen)) return r;
+    if (step_ % 3 == 0 && inc)
+      if (auto l = refinement(*inc, history, seen, noise)) return l;
+    if (auto m = model_pick(history, seen)) return m;
+    return uniform_pick(seen);
   }
 
   const std::vector<Config>& seeds() const { return seeds_; }
 
  private:
+  std::optional<Config> refinement(const Trial& inc, const std::vector<Trial>& history, const std::set<Config>& seen,
+                                   double noise) const {
+    for (const auto& c : neighbours(canonical(inc.config))) {
+      if (seen.count(c)) continue;
+      if (predicted_worse(c, inc, history, noise)) continue;
+      return c;
+    }
+    return std::nullopt;
+  }
+
+  // Candidates for sampling: the whole admissible cross product when it is small, else a
+  // seeded sample of it. Controls always carry an explicit value, as in random search.
+  std::vector<Config> candidates(const std::set<Config>& seen) {
+    std::vector<Config> out;
+    if (space_.params.empty()) return out;
+    std::uint64_t total = space_.size();
+    auto keep = [&](Config c) {
+      c = canonical(c);
+      if (!c.empty() && !seen.count(c) && admissible(c)) out.push_back(std::move(c));
+    };
+    if (total <= 4096) {
+      std::vector<size_t> idx(space_.params.size(), 0);
+      for (std::uint64_t n = 0; n < total; ++n) {
+        Config c;
+        for (size_t i = 0; i < idx.size(); ++i) c[space_.params[i].name] = space_.params[i].values[idx[i]];
+        for (size_t i = idx.size(); i-- > 0;) {
+          if (++idx[i] < space_.params[i].values.size()) break;
+          idx[i] = 0;
+        }
+        keep(std::move(c));
+      }
+    } else {
+      for (int n = 0; n < 512; ++n) {
+        Config c;
+        for (const auto& p : space_.params) {
+          std::uniform_int_distribution<size_t> pick(0, p.values.size() - 1);
+          c[p.name] = p.values[pick(rng_)];
+        }
+        keep(std::move(c));
+      }
+      std::sort(out.begin(), out.end());
+      out.erase(std::unique(out.begin(), out.end()), out.end());
+    }
+    return out;
+  }
+
+  std::optional<Config> uniform_pick(const std::set<Config>& seen) {
+    auto cand = candidates(seen);
+    if (cand.empty()) return std::nullopt;
+    std::uniform_int_distribution<size_t> pick(0, cand.size() - 1);
+    return cand[pick(rng_)];
+  }
+
+  // An additive model of log run time over the controls' values, from the measured trials:
+  // the effect of a value is the mean log time of the trials that had it, relative to the
+  // mean of all. A value never measured is credited with its control's best effect, so the
+  // model explores every value of every control at once instead of one control at a time;
+  // failed trials count as twice the slowest success. The candidate with the lowest
+  // predicted time wins, ties (and near-ties within the noise) broken by the seed.
+  std::optional<Config> model_pick(const std::vector<Trial>& history, const std::set<Config>& seen) {
+    std::vector<std::pair<const Trial*, double>> obs;
+    double worst = 0;
+    for (const auto& t : history)
+      if (t.m.ok && t.m.value > 0) worst = std::max(worst, std::log(t.m.value));
+    for (const auto& t : history) {
+      if (t.m.ok && t.m.value > 0) obs.push_back({&t, std::log(t.m.value)});
+      else if (!t.m.ok && t.m.repeats > 0 && worst > 0) obs.push_back({&t, worst + std::log(2.0)});
+    }
+    if (obs.size() < 2) return uniform_pick(seen);
+    double mean = 0;
+    for (const auto& o : obs) mean += o.second;
+    mean /= obs.size();
+    std::map<std::string, std::map<std::string, std::pair<double, int>>> sums;
+    for (const auto& o : obs)
+      for (const auto& p : space_.params) {
+        auto& cell = sums[p.name][space_.value(o.first->config, p.name)];
+        cell.first += o.second - mean;
+        ++cell.second;
+      }
+    auto effect = [&](const std::string& control, const std::string& value) {
+      const auto& per = sums[control];
+      auto it = per.find(value);
+      if (it != per.end()) return it->second.first / it->second.second;
+      double best = 0;
+      for (const auto& [v, cell] : per) best = std::min(best, cell.first / cell.second);
+      return best;
+    };
+    auto cand = candidates(seen);
+    if (cand.empty()) return std::nullopt;
+    double noise = std::max(0.01, noise_of(history));
+    std::uniform_real_distribution<double> jitter(0, noise);
+    const Config* pick = nullptr;
+    double best = 0;
+    for (const auto& c : cand) {
+      double pred = jitter(rng_);
+      for (const auto& p : space_.params) pred += effect(p.name, space_.value(c, p.name));
+      if (!pick || pred < best) pick = &c, best = pred;
+    }
+    return *pick;
+  }
+
   // Drops assignments equal to the control's default: {A=2} with default 2 is the default.
   Config canonical(const Config& c) const {
     Config out;
     for (const auto& [k, v] : c) {
       const Param* p = space_.find(k);
+      if (v.empty()) continue;  // "" in a domain means "not set"
       if (p && !p->default_value.empty() && p->default_value == v) continue;
       out[k] = v;
     }
@@ -136,7 +253,9 @@ class GuidedSearch : public Strategy {
     int best = -1;
     double d = 0;
     for (size_t i = 0; i < p.values.size(); ++i) {
-      double e = std::fabs(*as_number(p.values[i]) - *v);
+      auto x = as_number(p.values[i]);
+      if (!x) continue;
+      double e = std::fabs(*x - *v);
       if (best < 0 || e < d) best = static_cast<int>(i), d = e;
     }
     return best;
@@ -223,7 +342,7 @@ class GuidedSearch : public Strategy {
       std::vector<double> key;
       for (size_t i = 0; i < ctl.size(); ++i) {
         c[ctl[i]->name] = ctl[i]->values[idx[i]];
-        key.push_back(*as_number(ctl[i]->values[idx[i]]));
+        key.push_back(as_number(ctl[i]->values[idx[i]]).value_or(0));
       }
       for (size_t i = ctl.size(); i-- > 0;) {
         if (++idx[i] < ctl[i]->values.size()) break;
@@ -236,6 +355,7 @@ class GuidedSearch : public Strategy {
         auto names = numeric_names(space_, c, ctx_.machine);
         auto l = evaluate_expr(cmp.lhs, names), r = evaluate_expr(cmp.rhs, names);
         if (l && r) slack = cmp.sign * (*r - *l) / std::max(1.0, std::fabs(*r));
+        if (slack < -1e-9) continue;  // breaks the guide's own constraint (the space may not state it)
       }
       ranked.push_back({c, slack, key});
     }
@@ -294,7 +414,10 @@ class GuidedSearch : public Strategy {
 
   Space space_;
   StrategyContext ctx_;
+  std::mt19937_64 rng_;
   std::vector<Config> seeds_;
+  bool guided_ = false;  // the guides gave something to try: refine and stop instead of sampling
+  int step_ = 0;         // proposals after the seeds, for the interleaving of the phases
 };
 
 }  // namespace

@@ -12,7 +12,8 @@
 
 int main(int argc, char** argv) {
   const int steps = argc > 1 ? std::atoi(argv[1]) : 300;
-  const int items = 64, inner = 300;
+  const int items = 64;
+  const int inner = argc > 2 ? std::atoi(argv[2]) : 300;
   // RTLD_DEEPBIND keeps the plugin bound to its own OpenMP runtime, as Python extensions are.
   std::string self = argv[0];
   std::string plugin = self.substr(0, self.rfind('/') + 1) + "libtwo_omp_plugin.so";
