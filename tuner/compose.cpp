@@ -493,7 +493,9 @@ Composition compose(const ComposeOptions& opts, Diagnostics& diags) {
             comp.app_imports.push_back(s);
             break;
           }
-      comp.app_threads = app.imports.count("pthread_create") > 0;
+      // Its own threads: pthread_create, or std::thread / std::jthread (started in libstdc++).
+      for (auto& s : app.imports)
+        comp.app_threads |= s == "pthread_create" || glob_match("_ZNSt6thread15_M_start_thread*", s);
     }
   }
   for (auto& name : m.libraries) {

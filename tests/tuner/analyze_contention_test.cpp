@@ -279,3 +279,11 @@ TEST(Contention, RuleCheckMayPassOnAnAlternativeSignal) {
   ASSERT_EQ(h.evidence.size(), 1u);
   EXPECT_EQ(h.evidence[0].signal, "threads_max");
 }
+
+TEST(Contention, StdThreadInTheBinaryMeansApplicationThreadsWithoutSource) {
+  Diagnostics d;
+  Composition c = compose(compose_options(program("tbb_omp"), SYSPILOT_TEST_CONTRACTS), d);
+  EXPECT_TRUE(c.app_threads);  // std::thread starts in libstdc++, not through pthread_create
+  Composition calm = compose(compose_options(program("calm"), SYSPILOT_TEST_CONTRACTS), d);
+  EXPECT_FALSE(calm.app_threads);
+}
