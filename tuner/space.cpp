@@ -518,8 +518,13 @@ Space build_space(const std::vector<lpcl::Contract>& contracts, const std::vecto
       space.params.push_back(std::move(p));
     }
   }
+  // A control a contract declares but that cannot be searched already has its note above; the
+  // warning is for names no composed contract declares at all.
+  std::set<std::string> declared;
+  for (const auto& contract : contracts)
+    for (const auto& c : contract.controls) declared.insert(c.name);
   for (const auto& name : wanted)
-    if (!space.find(name))
+    if (!space.find(name) && !declared.count(name))
       diags.warning({}, "a hypothesis names control '" + name + "' that no composed contract declares",
                     "unknown-control", "add it with --add " + name + "=V1,V2");
   apply_edits(space, edits, diags);

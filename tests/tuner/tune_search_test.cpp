@@ -224,6 +224,20 @@ TEST(TuneSpace, BuildsFromContractsGuidesAndEdits) {
   EXPECT_EQ(edited.find("OPENBLAS_NUM_THREADS"), nullptr);
   ASSERT_NE(edited.find("MALLOC_ARENA_MAX"), nullptr);
   EXPECT_EQ(d2.warning_count(), 1u);  // NOT_THERE
+
+  // A guide may name a declared control that cannot be searched (a getter with no domain): that
+  // gets a note; only a name no contract declares is warned about.
+  lpcl::Control getter;
+  getter.name = "omp_get_max_threads";
+  getter.how.kind = lpcl::ControlKind::Kind::Api;
+  omp.controls.push_back(getter);
+  Guide named = g;
+  named.controls = {"OMP_NUM_THREADS", "omp_get_max_threads", "INVENTED_KNOB"};
+  Diagnostics d3;
+  Space s3 = build_space({blas, omp}, {named}, SpaceScope::Hypotheses, {}, four_cores(), d3);
+  EXPECT_EQ(s3.find("omp_get_max_threads"), nullptr);
+  EXPECT_EQ(d3.warning_count(), 1u) << d3.str();
+  EXPECT_NE(d3.str().find("INVENTED_KNOB"), std::string::npos) << d3.str();
 }
 
 TEST(TuneSpace, EnvironmentForEnvOptionAndApiControls) {
