@@ -62,6 +62,7 @@ Session run_session(const Scenario& s, const Table* table, const std::string& tu
   // probing runs before them are charged as a prefix of the session.
   int reference_runs = tuner_name == "syspilot" && guidance ? std::min(guidance->default_runs, out.profiling_runs) : 0;
   int prefix = out.profiling_runs - reference_runs;
+  out.probe_runs = prefix;
   if (reference_runs > 0 && max_runs > prefix) {
     tuner::Trial ref;
     ref.strategy = "reference";
@@ -96,6 +97,8 @@ Session run_session(const Scenario& s, const Table* table, const std::string& tu
   double truth = 0;
   int filled = 0;
   for (const auto& t : res.trials) {
+    if (t.config.empty()) out.reference_runs += t.m.repeats;
+    else out.repeat_runs += std::max(0, t.m.repeats - 1);
     if (!t.m.ok) ++out.failed_trials;
     int end = prefix + t.runs_before + t.m.repeats;
     for (; filled < std::min(end - 1, max_runs); ++filled) out.best_by_run[filled] = truth;

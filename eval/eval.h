@@ -184,6 +184,9 @@ struct Session {
   int profiling_runs = 0;           // runs spent before the search (analysis)
   int failed_trials = 0;
   int trials = 0;
+  int reference_runs = 0;           // runs of the user's default (the reference), profiling's included
+  int repeat_runs = 0;              // second and later runs of a configuration
+  int probe_runs = 0;               // profiling runs of other configurations (the analysis' probes)
   double tuning_seconds = 0;        // application time (measured or replayed) + tuner overhead
   std::string stop_reason;
   std::string error;                // the tuner could not run ("" when it did)

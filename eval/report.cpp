@@ -267,17 +267,21 @@ std::string write_report(const Comparison& c, const std::string& path) {
     if (!r.guides_note.empty()) md << "\nAnalysis for syspilot: " << r.guides_note << "\n";
     md << "\n| tuner |";
     for (int b : c.budgets) md << " best @" << b << " |";
-    md << " runs to 5% | failed trials / session | tuning time (s) | stopped |\n|---|";
-    for (size_t i = 0; i < c.budgets.size() + 4; ++i) md << "---:|";
+    md << " runs to 5% | failed trials / session | runs @" << max_runs
+       << ": reference + repeats + profiling | tuning time (s) | stopped |\n|---|";
+    for (size_t i = 0; i < c.budgets.size() + 5; ++i) md << "---:|";
     md << "\n";
     for (const auto& t : tuners) {
-      std::vector<double> failed, secs;
+      std::vector<double> failed, secs, refs, reps, prof;
       std::map<std::string, int> stops;
       std::string error;
       for (const auto& s : r.sessions)
         if (s.tuner == t) {
           if (!s.error.empty()) error = s.error;
           failed.push_back(s.failed_trials);
+          refs.push_back(s.reference_runs);
+          reps.push_back(s.repeat_runs);
+          prof.push_back(s.probe_runs);
           secs.push_back(s.tuning_seconds);
           ++stops[s.stop_reason];
         }
@@ -290,7 +294,8 @@ std::string write_report(const Comparison& c, const std::string& path) {
       std::string stop;
       for (const auto& [k, v] : stops) stop += (stop.empty() ? "" : ", ") + k + " " + std::to_string(v);
       md << " " << runs_text(median_runs_to_within(r, t), max_runs) << " | " << fixed(tuner::median(failed), 1) << " | "
-         << fixed(tuner::median(secs), 1) << " | " << stop << " |\n";
+         << fixed(tuner::median(refs), 0) << " + " << fixed(tuner::median(reps), 0) << " + " << fixed(tuner::median(prof), 0)
+         << " | " << fixed(tuner::median(secs), 1) << " | " << stop << " |\n";
     }
     std::string svg = stem + "-" + r.scenario + ".svg";
     std::ofstream(dir / svg) << convergence_svg(r, tuners, max_runs);
