@@ -207,7 +207,8 @@ class GuidedSearch : public Strategy {
     Config out;
     for (const auto& [k, v] : c) {
       const Param* p = space_.find(k);
-      if (v.empty()) continue;  // "" in a domain means "not set"
+      // "" in a domain means "not set": the default, unless the user's own setting is the default.
+      if (v.empty() && (!p || p->default_value.empty())) continue;
       if (p && !p->default_value.empty() && p->default_value == v) continue;
       out[k] = v;
     }
