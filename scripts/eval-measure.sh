@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Measures the evaluation tables (eval/data/<scenario>.json): every configuration of every
 # scenario, interleaved rounds, outside-load guard. Resumable: rerun it after an interruption
-# and it continues where the tables stop. Takes 30-60 min on 2 cores; run it on a quiet machine.
+# and it continues where the tables stop. Takes ~20 min (3 repeats) on 2 idle cores; run it on a quiet machine.
 #   bash scripts/eval-measure.sh [--repeats N] [--scenario NAME]...   (extra args go to `syspilot eval --measure`)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -207,6 +208,34 @@ TEST(Compare, BudgetsKeptAndDeterministicForEveryTuner) {
     }
     EXPECT_GE(median_best(r, "random", 20), 1.0);
   }
+}
+
+// Without any guide the syspilot strategy samples the space instead of crawling it: over the
+// scenarios (60 seeds each, so a lucky seed does not decide) it needs no more runs than random
+// search to come within 5% of the exhaustive best, and is no worse at 10 and 20 runs.
+TEST(Compare, SyspilotWithoutGuidesIsNoWorseThanRandom) {
+  std::map<std::string, Table> tables;
+  for (const auto& s : scenarios()) tables[s.name] = table(s.name);
+  CompareOptions o;
+  o.budgets = {10, 20, 50};
+  o.seeds = 60;
+  o.tuners = {"syspilot", "random"};
+  Diagnostics d;
+  Comparison c = compare(scenarios(), tables, o, [](const Scenario&) { return Guidance{}; }, d);
+  ASSERT_FALSE(d.has_errors()) << d.str();
+  double log_sp10 = 0, log_rnd10 = 0, log_sp20 = 0, log_rnd20 = 0, runs_sp = 0, runs_rnd = 0;
+  for (const auto& r : c.scenarios) {
+    log_sp10 += std::log(median_best(r, "syspilot", 10));
+    log_rnd10 += std::log(median_best(r, "random", 10));
+    log_sp20 += std::log(median_best(r, "syspilot", 20));
+    log_rnd20 += std::log(median_best(r, "random", 20));
+    auto runs = [](double x) { return x < 0 ? 60.0 : x; };  // not within 5% in 50 runs
+    runs_sp += runs(median_runs_to_within(r, "syspilot"));
+    runs_rnd += runs(median_runs_to_within(r, "random"));
+  }
+  EXPECT_LE(runs_sp, runs_rnd * 1.05) << "runs to 5%, summed over scenarios";
+  EXPECT_LE(log_sp10, log_rnd10 + 0.05 * c.scenarios.size()) << "geometric mean of best @10";
+  EXPECT_LE(log_sp20, log_rnd20 + 0.05 * c.scenarios.size()) << "geometric mean of best @20";
 }
 
 TEST(Compare, OptunaSamplersReplayDeterministically) {
