@@ -119,6 +119,21 @@ bool build_file(const std::string& path) {
          b.rfind("configure", 0) == 0 || b == "meson.build" || b == "meson_options.txt";
 }
 
+// Test suites, benchmarks and examples read variables of their own (OPENBLAS_TEST,
+// OPENBLAS_ORDER): a read there is not the library reading its environment.
+bool harness_file(const std::string& path) {
+  std::string dir = lower(path);
+  for (size_t start = 0;;) {
+    size_t slash = dir.find('/', start);
+    if (slash == std::string::npos) return false;
+    const std::string part = dir.substr(start, slash - start);
+    for (const char* h : {"test", "tests", "testing", "ctest", "utest", "benchmark", "benchmarks", "bench", "examples",
+                          "example", "demo", "demos"})
+      if (part == h) return true;
+    start = slash + 1;
+  }
+}
+
 // Change logs say what changed once, not what a control does now.
 bool changelog_file(const std::string& path) {
   const std::string b = lower(base_name(path));
@@ -145,13 +160,19 @@ bool has_word(const std::string& low, const std::string& w) {
   return false;
 }
 
+// "Set the environment variable X", "export X=1": the sentence itself says X is read from the
+// environment, not merely that X has a value.
+bool explicit_environment(const std::string& sentence) {
+  const std::string low = lower(sentence);
+  return low.find("environment") != std::string::npos || has_word(low, "export") || has_word(low, "setenv") ||
+         has_word(low, "getenv");
+}
+
 // Does a documentation sentence present a name as something set in the environment of a
 // running program, rather than as a make variable, macro or build option?
 bool runtime_sentence(const std::string& sentence) {
+  if (explicit_environment(sentence)) return true;
   const std::string low = lower(sentence);
-  if (low.find("environment") != std::string::npos || has_word(low, "export") || has_word(low, "setenv") ||
-      has_word(low, "getenv"))
-    return true;
   if (low.find("makefile") != std::string::npos) return false;
   for (const char* w : {"make", "cmake", "build", "built", "compile", "compiled", "compiling", "configure",
                         "configuring", "configured", "macro", "#define"})
@@ -160,6 +181,7 @@ bool runtime_sentence(const std::string& sentence) {
 }
 
 std::string trim_doc(std::string s);
+
 
 // MALLOCX_ARENA( a ), f(NAME), or a bare term standing alone: a macro or flag of the API, not a
 // variable the documentation tells anyone to set.
@@ -303,7 +325,7 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
   struct Knob {
     std::vector<std::string> code_refs, doc_refs;
     std::string code_type, code_default, doc;
-    bool in_code = false, in_binary = false, doc_runtime = false, doc_call = false;
+    bool in_code = false, in_binary = false, doc_runtime = false, doc_call = false, doc_environment = false;
   };
   struct OptionKnob {
     OptionKey key;
@@ -312,7 +334,14 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
   };
   std::map<std::string, OptionKnob> option_knobs;
   std::map<std::string, Knob> knobs;
+  // With the library's own code at hand, its reads are the evidence: a name its code never reads
+  // and its binary does not hold is most often a build variable (MAX_THREADS=24 in a build line)
+  // or another library's knob (OMP_PLACES in OpenBLAS's FAQ). Documentation alone speaks for any
+  // name only when no code was read (CUDA's documented variables, an installed man page).
+  bool code_read = false;
   for (auto& e : facts.env_vars) {
+    if (harness_file(e.file)) continue;
+    code_read = true;
     auto& k = knobs[e.name];
     k.in_code = true;
     k.code_refs.push_back(fact_ref(e.file, e.line));
@@ -333,6 +362,7 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     if (!runtime && !knobs.count(d.name)) continue;
     auto& k = knobs[d.name];
     k.doc_runtime |= runtime;
+    k.doc_environment |= runtime && explicit_environment(d.sentence);
     k.doc_call |= call_like(d.name, d.sentence);
     k.doc_refs.push_back(fact_ref(d.file, d.line));
     if (k.doc.empty() && runtime) k.doc = trim_doc(d.sentence);
@@ -353,6 +383,9 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     if (!role && !(own && k.in_code)) continue;
     // Written anywhere as a call or a bare flag, a documented name is the API's, not the environment's.
     if (!k.in_code && !k.in_binary && (!k.doc_runtime || k.doc_call)) continue;
+    // Beside the library's own reads, prose speaks only for the library's own names, and only when
+    // it says outright that they are set in the environment.
+    if (!k.in_code && !k.in_binary && code_read && !(own && k.doc_environment)) continue;
     // Documentation and binary strings alone are trusted only for classified knobs.
     lpcl::Control ctl;
     ctl.name = name;

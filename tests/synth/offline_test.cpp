@@ -105,13 +105,20 @@ TEST(OfflineDrafter, EnvironmentControlsOnlyFromReadsNotFromProse) {
       mention("FIXLIB_NUM_THREADS", "Set the environment variable FIXLIB_NUM_THREADS to the number of threads.", "README.md", 30),
       mention("FIXLIB_SPIN_COUNT", "export FIXLIB_SPIN_COUNT=1000 makes idle workers spin longer.", "README.md", 31),
       mention("FIXLIB_ARENA_FLAG", "FIXLIB_ARENA_FLAG( a )", "manual.md", 32),
+      // Beside the library's own reads: another runtime's variable in its FAQ, and an own name
+      // the prose gives a value without saying it is read from the environment.
+      mention("OMP_PLACES", "Setting the environment variable OMP_PLACES=cores may help.", "FAQ.md", 40),
+      mention("FIXLIB_THREADS_MAX", "FIXLIB_THREADS_MAX=64 raises the limit.", "README.md", 41),
   };
+  // The benchmark's own read is not the library's.
+  f.env_vars.push_back({"FIXLIB_ORDER_THREADS", "benchmark/gemm.c", 12, "main", "int", "", "getenv", "c"});
   SynthOptions o;
   o.library = "fixlib";
   o.version = "1";
   auto c = draft_offline(f, o);
   for (const char* bad : {"NUM_THREADS", "MAX_THREADS", "NO_AFFINITY", "THREAD_TIMEOUT", "USE_THREAD",
-                          "fixlib_set_num_threads", "set_affinity", "pthread_setaffinity_np", "FIXLIB_ARENA_FLAG"})
+                          "fixlib_set_num_threads", "set_affinity", "pthread_setaffinity_np", "FIXLIB_ARENA_FLAG",
+                          "OMP_PLACES", "FIXLIB_THREADS_MAX", "FIXLIB_ORDER_THREADS"})
     EXPECT_EQ(c.find_control(bad), nullptr) << bad << " is no control of the running library";
   auto* n = c.find_control("FIXLIB_NUM_THREADS");
   ASSERT_NE(n, nullptr);
@@ -123,6 +130,12 @@ TEST(OfflineDrafter, EnvironmentControlsOnlyFromReadsNotFromProse) {
   EXPECT_EQ(spin->sets, std::vector<std::string>{"cpu.spin"});
   ASSERT_EQ(c.demands.size(), 1u);
   EXPECT_EQ(lpcl::format(c.demands[0].value), "FIXLIB_NUM_THREADS ?? ncpus");
+
+  // With no code read at all (documentation inputs only), the documented variable is the evidence.
+  extract::Facts docs_only;
+  docs_only.library = "fixlib";
+  docs_only.doc_mentions = {mention("OMP_PLACES", "Setting the environment variable OMP_PLACES=cores may help.", "FAQ.md", 40)};
+  EXPECT_NE(draft_offline(docs_only, o).find_control("OMP_PLACES"), nullptr);
 
   // A declared setter is an API control; the same name in prose alone was not.
   f.api_controls.push_back({"fixlib_set_num_threads", "void fixlib_set_num_threads(int n)", "threads", "fixlib.h", 7, ""});
