@@ -18,6 +18,24 @@ namespace {
 bool analyse_live(const Scenario& s, Guidance& g, Diagnostics& diags);
 }  // namespace
 
+// A remedy value the table did not measure (a threshold the rule computes, say) cannot be
+// replayed: that assignment is dropped, the rest of the remedy kept.
+static void keep_measured_values(const Scenario& s, Guidance& g) {
+  for (auto& guide : g.guides) {
+    std::vector<Config> kept;
+    for (auto r : guide.remedies) {
+      for (auto it = r.begin(); it != r.end();) {
+        auto spec = std::find_if(s.space.begin(), s.space.end(), [&](const ControlSpec& c) { return c.name == it->first; });
+        bool measured = spec != s.space.end() &&
+                        std::find(spec->values.begin(), spec->values.end(), it->second) != spec->values.end();
+        it = measured ? std::next(it) : r.erase(it);
+      }
+      if (!r.empty()) kept.push_back(r);
+    }
+    guide.remedies = kept;
+  }
+}
+
 Guidance analyse(const Scenario& s, bool refresh, Diagnostics& diags) {
   std::string path = data_dir() + "/" + s.name + ".analysis.json";
   Guidance g;
@@ -29,6 +47,7 @@ Guidance analyse(const Scenario& s, bool refresh, Diagnostics& diags) {
       g.profiling_runs = j.value("profiling_runs", 0);
       g.default_runs = std::min(g.profiling_runs, j.value("default_runs", 0));
       g.note = j.value("note", "");
+      keep_measured_values(s, g);
       return g;
     }
     diags.warning({path, 0, 0}, "unreadable analysis; analysing again", "eval-bad-analysis");
@@ -43,6 +62,7 @@ Guidance analyse(const Scenario& s, bool refresh, Diagnostics& diags) {
   j["contracts_digest"] = contracts_digest(corpus_dir());
   std::filesystem::create_directories(data_dir());
   std::ofstream(path) << j.dump(1) << "\n";
+  keep_measured_values(s, g);
   return g;
 }
 
