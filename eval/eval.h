@@ -56,6 +56,10 @@ std::vector<Config> enumerate(const Scenario& s);
 // Canonical form of a configuration for lookups: controls whose value is "" are dropped; the
 // user's default values fill controls the configuration does not name.
 Config normalise(const Scenario& s, const Config& c);
+// The full assignment behind a normalised configuration (a table entry): every control of the
+// space named, "" where the entry leaves it unset. Running a normalised entry as it stands
+// would put the user's default back into the controls it unsets.
+Config assignment(const Scenario& s, const Config& normalised);
 
 // The search space the tuners get (explicit values only; "not set" is the default config).
 tuner::Space search_space(const Scenario& s);
@@ -197,7 +201,8 @@ struct ScenarioResult {
   std::string scenario;
   double exhaustive_best = 0;       // seconds
   double default_value = 0;         // seconds, the user's default
-  Config best_config;
+  Config best_config;               // normalised: what it sets
+  std::vector<std::string> best_unsets;  // what the user exported that it unsets
   std::size_t configurations = 0;
   double noise = 0;
   bool negative_control = false;

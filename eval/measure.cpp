@@ -85,7 +85,7 @@ Table measure(const Scenario& s, const std::string& path, const MeasureOptions& 
       Entry& e = t.entries[i];
       Run r;
       for (int attempt = 0;; ++attempt) {
-        r = run_once(s, e.config);
+        r = run_once(s, assignment(s, e.config));
         if (!r.ok || r.outside_load <= o.max_load || attempt >= o.load_retries) break;
         ++e.discarded;
         std::this_thread::sleep_for(std::chrono::milliseconds(300 * (attempt + 1)));

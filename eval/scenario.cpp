@@ -103,6 +103,15 @@ Config normalise(const Scenario& s, const Config& c) {
   return out;
 }
 
+Config assignment(const Scenario& s, const Config& normalised) {
+  Config out;
+  for (const auto& c : s.space) {
+    auto it = normalised.find(c.name);
+    out[c.name] = it == normalised.end() ? "" : it->second;
+  }
+  return out;
+}
+
 namespace {
 tuner::Space space_of(const Scenario& s, const std::vector<std::string>* only) {
   tuner::Space space;
