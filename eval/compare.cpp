@@ -142,7 +142,11 @@ Comparison compare(const std::vector<Scenario>& scenarios, const std::map<std::s
     ScenarioResult r;
     r.scenario = s.name;
     r.exhaustive_best = t.best();
-    if (const Entry* b = t.best_entry()) r.best_config = b->config;
+    if (const Entry* b = t.best_entry()) {
+      r.best_config = b->config;
+      for (const auto& [k, v] : s.user_default)
+        if (!b->config.count(k)) r.best_unsets.push_back(k);
+    }
     if (const Entry* d = t.find(normalise(s, {}))) r.default_value = d->median();
     r.configurations = t.entries.size();
     r.noise = t.noise();

@@ -259,8 +259,12 @@ std::string write_report(const Comparison& c, const std::string& path) {
   std::ofstream(dir / (stem + "-summary.svg")) << convergence_svg(all, tuners, max_runs);
   for (const auto& r : c.scenarios) {
     md << "## " << r.scenario << "\n\n";
-    md << "Exhaustive best " << fixed(r.exhaustive_best, 3) << " s with `" << config_text(r.best_config)
-       << "`; the user's default " << fixed(r.default_value, 3) << " s ("
+    md << "Exhaustive best " << fixed(r.exhaustive_best, 3) << " s with `" << config_text(r.best_config) << "`";
+    if (!r.best_unsets.empty()) {
+      md << " and unset";
+      for (const auto& u : r.best_unsets) md << " `" << u << "`";
+    }
+    md << "; the user's default " << fixed(r.default_value, 3) << " s ("
        << (r.exhaustive_best > 0 ? fixed(r.default_value / r.exhaustive_best) : "-") << "x); " << r.configurations
        << " configurations measured, noise +-" << fixed(r.noise * 100, 0) << "%.\n";
     if (r.negative_control) md << "This is a negative control: little or nothing should be gained.\n";

@@ -81,6 +81,7 @@ std::map<std::string, double> signals_of(const RunResult& r, int ncpus) {
     s["threads_mean"] = r.mean_threads;
     s["runq_wait_s"] = r.runq_wait_s;
     s["runq_wait_frac"] = r.runq_wait_s / (wall * ncpus);
+    s["pinned_sharing"] = r.pinned_sharing;
   }
   for (auto& [k, v] : r.perf) {
     s["perf." + k] = v;

@@ -122,6 +122,12 @@ class TreeSampler {
         }
         t.cpu_s = cpu_ns * 1e-9;
         t.runq_wait_s = wait_ns * 1e-9;
+        cpu_set_t mask;
+        CPU_ZERO(&mask);
+        if (::sched_getaffinity(tid, sizeof mask, &mask) == 0) {
+          t.cpus_allowed = CPU_COUNT(&mask);
+          t.cpu_mask.assign(reinterpret_cast<const char*>(&mask), sizeof mask);
+        }
       }
       if (read_maps) read_libraries(pid);
       ++it;
@@ -464,10 +470,19 @@ RunResult run(const RunSpec& spec) {
   r.samples = sampler.samples();
   r.max_threads = sampler.max_threads();
   r.mean_threads = sampler.mean_threads();
+  // Threads confined to the same CPU set narrower than the child started with (it inherits
+  // this process' mask), per CPU of that set: 2 or more is threads sharing pinned CPUs.
+  std::map<std::string, std::pair<int, int>> narrow;  // mask -> {its CPUs, threads that ran}
+  const int full_cpus = online_cpus();
   for (auto& [tid, t] : sampler.threads()) {
     r.threads.push_back(t);
     r.runq_wait_s += t.runq_wait_s;
+    if (t.cpus_allowed <= 0 || t.cpus_allowed >= full_cpus || t.cpu_s <= 0) continue;
+    auto& n = narrow[t.cpu_mask];
+    n.first = t.cpus_allowed;
+    ++n.second;
   }
+  for (auto& [mask, n] : narrow) r.pinned_sharing = std::max(r.pinned_sharing, double(n.second) / n.first);
   r.libraries.assign(sampler.libraries().begin(), sampler.libraries().end());
 
   if (WIFEXITED(status)) {

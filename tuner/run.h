@@ -26,6 +26,8 @@ struct ThreadSample {
   std::string comm;
   double cpu_s = 0;         // user+sys (schedstat field 1)
   double runq_wait_s = 0;   // time runnable but waiting for a CPU (schedstat field 2)
+  int cpus_allowed = 0;     // CPUs in its affinity mask (0: not read)
+  std::string cpu_mask;     // the mask itself (raw cpu_set_t bytes), to group threads by it
 };
 
 struct RunResult {
@@ -41,6 +43,8 @@ struct RunResult {
   double mean_threads = 0;  // averaged over samples
   double runq_wait_s = 0;   // schedstat run-queue wait summed over every thread ever seen
   int samples = 0;          // how many /proc sweeps were taken
+  double pinned_sharing = 0; // most threads that ran confined to one narrow CPU set, per CPU
+                             // of the set (0: none narrower than the child started with)
   std::vector<ThreadSample> threads;             // every thread seen, last values
   std::vector<std::string> libraries;            // shared objects mapped by the tree (dlopen included)
   std::map<std::string, double> perf;            // perf_event_open counters that worked

@@ -160,6 +160,45 @@ TEST(Contention, PinningExportIsUndoneByTheProbeAndTheRemedy) {
   EXPECT_TRUE(has_remedy(*h, "OMP_PROC_BIND", ""));
 }
 
+// The user exported OMP_PROC_BIND/OMP_PLACES: the pthread pool started after libgomp pinned the
+// initial thread inherits its one-CPU mask. The run shows it (threads sharing one pinned CPU),
+// and unpinning with libgomp's idle threads waiting passively runs faster. Unpinned alone is
+// not enough here: libgomp's spinning worker would take the CPU the pool gets back.
+TEST(Contention, InheritedPinIsSeenAndConfirmed) {
+  if (online_cpus() < 2) GTEST_SKIP() << "needs 2 CPUs to pin apart";
+  Scratch s;
+  std::string pool = s.compile("pinned_pool", "-fopenmp -pthread '" + program_source("pinned_pool.c") + "' -lm");
+  ASSERT_FALSE(pool.empty()) << "cc failed on pinned_pool.c";
+  AnalyzeOptions o;
+  o.compose.binary = pool;
+  o.compose.contract_dirs = {corpus()};
+  o.compose.synthesize = false;
+  o.compose.env = {{"OMP_PROC_BIND", "true"}, {"OMP_PLACES", "cores"}};
+  o.profile.run.argv = {pool, "100"};
+  o.profile.run.env_set = o.compose.env;
+  o.profile.run.env_unset = {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS", "GOMP_CPU_AFFINITY"};
+  o.profile.run.timeout_s = 30;
+  o.profile.repeats = 3;
+  Analysis a = analyze(o);
+  const Hypothesis* h = find_h(a.hypotheses, "affinity_collision:libgomp>app-threads");
+  ASSERT_NE(h, nullptr) << to_text(a);
+  EXPECT_GE(a.profile.signals.at("pinned_sharing"), 2) << to_text(a);
+  EXPECT_EQ(h->probe.at("OMP_PROC_BIND"), "");
+  EXPECT_EQ(h->probe.at("OMP_WAIT_POLICY"), "passive");
+  EXPECT_EQ(h->verdict, Verdict::Confirmed) << to_text(a);
+  EXPECT_TRUE(has_remedy(*h, "OMP_WAIT_POLICY", "passive"));
+
+  // Not pinned: no thread runs confined to fewer CPUs than the program started with.
+  o.compose.env.clear();
+  o.profile.run.env_set.clear();
+  o.profile.run.env_unset.push_back("OMP_PROC_BIND");
+  o.profile.run.env_unset.push_back("OMP_PLACES");
+  o.profile.repeats = 1;
+  o.profile.probes = false;
+  Analysis plain = analyze(o);
+  EXPECT_EQ(plain.profile.signals.at("pinned_sharing"), 0) << to_text(plain);
+}
+
 TEST(Contention, AllocatorContentionConfirmedThroughTheCLibrary) {
   Scratch s;
   std::string storm = s.compile("alloc_storm", "-pthread '" + program_source("alloc_storm.c") + "'");
