@@ -330,10 +330,30 @@ std::string rule_value(const std::string& v) {
   return v;
 }
 
+// The lowest value a numeric control admits: its range's constant lower bound, its set's
+// smallest number, or 1 for a count with no domain; "" when it is not numeric.
+std::string lowest_value(const lpcl::Control& c) {
+  using TK = lpcl::Type::Kind;
+  if (c.type.kind != TK::Int && c.type.kind != TK::Float) return "";
+  double v = 0;
+  if (c.domain.kind == lpcl::Domain::Kind::Range && c.domain.lo && number_text(c.domain.lo->text, &v))
+    return c.domain.lo->text;
+  if (c.domain.kind == lpcl::Domain::Kind::Set) {
+    std::string low;
+    double best = 0;
+    for (auto& x : c.domain.values)
+      if (number_text(x.text, &v) && (low.empty() || v < best)) low = x.text, best = v;
+    return low;
+  }
+  return "1";
+}
+
 // Resolves "role:resource" -> value assignments to control names; false when one does not
 // resolve. A key without a role is a control named as such (LD_PRELOAD). The value "$unset"
 // undoes what the user exported: every env control of the role acting on the resource that
-// the environment sets becomes "" (unset); nothing exported, nothing to undo.
+// the environment sets becomes "" (unset); nothing exported, nothing to undo. The value "$min"
+// is the lowest value the role's control for the resource admits (for a thread count, the
+// fewest threads: 1 for OMP_NUM_THREADS, 0 for zstd's nbWorkers, where the caller compresses).
 bool resolve_assignment(const std::map<std::string, std::string>& spec,
                         const std::map<std::string, const Party*>& roles, bool env_only, const Composition& comp,
                         Config& out) {
@@ -356,6 +376,20 @@ bool resolve_assignment(const std::map<std::string, std::string>& spec,
         any = true;
       }
       if (!any) return false;
+      continue;
+    }
+    if (value == "$min") {
+      std::string chosen;
+      for (auto& n : rules::controls_for(c, key.substr(colon + 1))) {
+        const lpcl::Control* ctl = c.find_control(n);
+        if (!ctl || (env_only && ctl->how.kind != lpcl::ControlKind::Kind::Env)) continue;
+        std::string low = lowest_value(*ctl);
+        if (low.empty()) continue;
+        out[n] = low;
+        chosen = n;
+        break;
+      }
+      if (chosen.empty()) return false;
       continue;
     }
     std::string ctl = rules::control_for(c, key.substr(colon + 1), value, env_only);
