@@ -218,7 +218,7 @@ std::string to_text(const Analysis& a) {
     os << "\nSignals (default run" << (a.profile.default_runs.size() > 1 ? "s, medians" : "") << ", " << a.profile.ncpus
        << " CPUs):\n";
     for (const char* k : {"wall_s", "user_s", "sys_s", "cpu_util", "threads_max", "threads_mean", "runq_wait_s",
-                          "runq_wait_frac", "pinned_sharing", "ivcs_per_s", "vcs_per_s", "max_rss_kb", "minflt_per_s"})
+                          "runq_wait_frac", "pinned_sharing", "main_pinned", "ivcs_per_s", "vcs_per_s", "max_rss_kb", "minflt_per_s"})
       if (auto it = a.profile.signals.find(k); it != a.profile.signals.end())
         os << "  " << k << " = " << num(it->second) << "\n";
     for (auto& [k, v] : a.profile.signals)

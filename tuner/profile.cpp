@@ -82,6 +82,7 @@ std::map<std::string, double> signals_of(const RunResult& r, int ncpus) {
     s["runq_wait_s"] = r.runq_wait_s;
     s["runq_wait_frac"] = r.runq_wait_s / (wall * ncpus);
     s["pinned_sharing"] = r.pinned_sharing;
+    s["main_pinned"] = r.main_pinned ? 1 : 0;
   }
   for (auto& [k, v] : r.perf) {
     s["perf." + k] = v;

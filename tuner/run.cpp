@@ -478,6 +478,7 @@ RunResult run(const RunSpec& spec) {
     r.threads.push_back(t);
     r.runq_wait_s += t.runq_wait_s;
     if (t.cpus_allowed <= 0 || t.cpus_allowed >= full_cpus || t.cpu_s <= 0) continue;
+    if (t.tid == pid) r.main_pinned = true;
     auto& n = narrow[t.cpu_mask];
     n.first = t.cpus_allowed;
     ++n.second;

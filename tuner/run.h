@@ -45,6 +45,8 @@ struct RunResult {
   int samples = 0;          // how many /proc sweeps were taken
   double pinned_sharing = 0; // most threads that ran confined to one narrow CPU set, per CPU
                              // of the set (0: none narrower than the child started with)
+  bool main_pinned = false;  // the child's initial thread ran confined to a narrower CPU set
+                             // than it started with: every thread it starts inherits that set
   std::vector<ThreadSample> threads;             // every thread seen, last values
   std::vector<std::string> libraries;            // shared objects mapped by the tree (dlopen included)
   std::map<std::string, double> perf;            // perf_event_open counters that worked

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "tests/tuner/analyze_support.h"
@@ -161,7 +162,7 @@ TEST(Contention, PinningExportIsUndoneByTheProbeAndTheRemedy) {
 }
 
 // The user exported OMP_PROC_BIND/OMP_PLACES: the pthread pool started after libgomp pinned the
-// initial thread inherits its one-CPU mask. The run shows it (threads sharing one pinned CPU),
+// initial thread inherits its one-CPU mask. The run shows it (the initial thread pinned),
 // and unpinning with libgomp's idle threads waiting passively runs faster. Unpinned alone is
 // not enough here: libgomp's spinning worker would take the CPU the pool gets back.
 TEST(Contention, InheritedPinIsSeenAndConfirmed) {
@@ -179,10 +180,19 @@ TEST(Contention, InheritedPinIsSeenAndConfirmed) {
   o.profile.run.env_unset = {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS", "GOMP_CPU_AFFINITY"};
   o.profile.run.timeout_s = 30;
   o.profile.repeats = 3;
+  // The probe's gain is a timing (1.2-1.4x idle): on a machine where something else runs for a
+  // moment one analysis can miss it, so a second one is allowed; both missing it fails.
   Analysis a = analyze(o);
   const Hypothesis* h = find_h(a.hypotheses, "affinity_collision:libgomp>app-threads");
   ASSERT_NE(h, nullptr) << to_text(a);
-  EXPECT_GE(a.profile.signals.at("pinned_sharing"), 2) << to_text(a);
+  if (h->verdict != Verdict::Confirmed) {
+    std::cout << "first analysis: " << h->reason << "; analysing again\n";
+    a = analyze(o);
+    h = find_h(a.hypotheses, "affinity_collision:libgomp>app-threads");
+    ASSERT_NE(h, nullptr) << to_text(a);
+  }
+  EXPECT_EQ(a.profile.signals.at("main_pinned"), 1) << to_text(a);
+  EXPECT_GE(a.profile.signals.at("pinned_sharing"), 1) << to_text(a);
   EXPECT_EQ(h->probe.at("OMP_PROC_BIND"), "");
   EXPECT_EQ(h->probe.at("OMP_WAIT_POLICY"), "passive");
   EXPECT_EQ(h->verdict, Verdict::Confirmed) << to_text(a);
@@ -197,6 +207,49 @@ TEST(Contention, InheritedPinIsSeenAndConfirmed) {
   o.profile.probes = false;
   Analysis plain = analyze(o);
   EXPECT_EQ(plain.profile.signals.at("pinned_sharing"), 0) << to_text(plain);
+  EXPECT_EQ(plain.profile.signals.at("main_pinned"), 0) << to_text(plain);
+}
+
+// zstd's fewest threads are nbWorkers = 0 (the caller compresses), not 1: the co-run remedy
+// that gives zstd its fewest threads says so, and the constraint names the library's own
+// control, not ZSTD_NBTHREADS, which only the zstd command reads.
+TEST(Contention, ZstdBesideOpenMpRemediesUseTheLibrarysFewestThreads) {
+  Scratch s;
+  s.write("main.cpp", R"(#include <omp.h>
+#include <zstd.h>
+#include <thread>
+#include <vector>
+int main() {
+  std::vector<char> src(1 << 20, 'a'), dst(ZSTD_compressBound(1 << 20));
+  std::thread compressor([&] {
+    ZSTD_CCtx* cctx = ZSTD_createCCtx();
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_nbWorkers, 4);
+    ZSTD_compress2(cctx, dst.data(), dst.size(), src.data(), src.size());
+    ZSTD_freeCCtx(cctx);
+  });
+  double x = 0;
+#pragma omp parallel for reduction(+ : x)
+  for (int i = 0; i < 1000; ++i) x += i;
+  compressor.join();
+  return x > 0 ? 0 : 1;
+}
+)");
+  std::string bin = (s.dir / "zstd_omp").string();
+  std::string cmd = "c++ -O1 -w -fopenmp -pthread '" + (s.dir / "main.cpp").string() + "' -lzstd -o '" + bin + "' 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << "c++ failed";
+  ComposeOptions o = compose_options(bin, corpus());
+  o.source_dir = s.dir.string();
+  Diagnostics d;
+  Composition c = compose(o, d);
+  ASSERT_NE(c.find_contract("zstd"), nullptr) << relations_text(c);
+  auto hs = hypothesize(c, d);
+  const Hypothesis* h = find_h(hs, "corun_oversubscription:libgomp>zstd");
+  if (!h) h = find_h(hs, "corun_oversubscription:zstd>libgomp");
+  ASSERT_NE(h, nullptr) << relations_text(c);
+  EXPECT_TRUE(has_remedy(*h, "ZSTD_c_nbWorkers", "0"));
+  EXPECT_TRUE(has_remedy(*h, "OMP_NUM_THREADS", "1"));
+  EXPECT_NE(h->constraint.find("ZSTD_c_nbWorkers"), std::string::npos) << h->constraint;
+  EXPECT_FALSE(names(h->controls, "ZSTD_NBTHREADS"));
 }
 
 TEST(Contention, AllocatorContentionConfirmedThroughTheCLibrary) {
