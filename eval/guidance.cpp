@@ -1,6 +1,8 @@
 // What the analysis stage tells the syspilot tuner about a scenario: run once live (its
 // profiling runs are charged to syspilot's budget) and kept beside the measured table.
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -19,18 +21,47 @@ bool analyse_live(const Scenario& s, Guidance& g, Diagnostics& diags);
 }  // namespace
 
 // A remedy value the table did not measure (a threshold the rule computes, say) cannot be
-// replayed: that assignment is dropped, the rest of the remedy kept.
+// replayed as such. The table's values of a numeric control are a sample of its domain, so a
+// numeric remedy value goes to the nearest measured one (on a log scale: thresholds and counts
+// act by orders of magnitude), as a tuner over that discrete domain would take it; any other
+// unmeasured assignment is dropped and the rest of the remedy kept.
+static bool nearest_measured(const ControlSpec& spec, const std::string& value, std::string& out) {
+  char* end = nullptr;
+  double v = std::strtod(value.c_str(), &end);
+  if (value.empty() || *end || !(v > 0)) return false;
+  double best = 0;
+  for (const auto& x : spec.values) {
+    double m = std::strtod(x.c_str(), &end);
+    if (x.empty() || *end || !(m > 0)) continue;
+    double d = std::fabs(std::log(m / v));
+    if (out.empty() || d < best) out = x, best = d;
+  }
+  return !out.empty();
+}
+
 static void keep_measured_values(const Scenario& s, Guidance& g) {
   for (auto& guide : g.guides) {
     std::vector<Config> kept;
     for (auto r : guide.remedies) {
       for (auto it = r.begin(); it != r.end();) {
         auto spec = std::find_if(s.space.begin(), s.space.end(), [&](const ControlSpec& c) { return c.name == it->first; });
-        bool measured = spec != s.space.end() &&
-                        std::find(spec->values.begin(), spec->values.end(), it->second) != spec->values.end();
-        it = measured ? std::next(it) : r.erase(it);
+        if (spec == s.space.end()) {
+          it = r.erase(it);
+          continue;
+        }
+        if (std::find(spec->values.begin(), spec->values.end(), it->second) != spec->values.end()) {
+          ++it;
+          continue;
+        }
+        std::string near;
+        if (nearest_measured(*spec, it->second, near)) {
+          it->second = near;
+          ++it;
+        } else {
+          it = r.erase(it);
+        }
       }
-      if (!r.empty()) kept.push_back(r);
+      if (!r.empty() && std::find(kept.begin(), kept.end(), r) == kept.end()) kept.push_back(r);
     }
     guide.remedies = kept;
   }

@@ -109,6 +109,33 @@ TEST(Scenarios, EntriesRunAsTheConfigurationsTheyStandFor) {
   EXPECT_FALSE(e.set.count("OMP_PROC_BIND")) << "the entry unsets what the user exported";
 }
 
+// A remedy's computed value outside the measured domain goes to the nearest measured value of
+// that control (log scale); an unmeasured non-numeric value is dropped, the rest kept.
+TEST(Guidance, RemedyValuesGoToTheNearestMeasuredValue) {
+  const Scenario& s = scenario("malloc_arenas");
+  fs::path dir = fs::temp_directory_path() / ("syspilot-guidance-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "malloc_arenas.analysis.json") << R"({"scenario": "malloc_arenas", "profiling_runs": 1,
+    "default_runs": 1, "note": "", "guides": [{"id": "g", "kind": "allocator_contention", "weight": 1,
+    "constraint": "", "controls": ["MALLOC_ARENA_MAX", "MALLOC_MMAP_THRESHOLD_", "LD_PRELOAD"],
+    "remedies": [{"MALLOC_ARENA_MAX": "2", "MALLOC_MMAP_THRESHOLD_": "33554432"},
+                 {"MALLOC_MMAP_THRESHOLD_": "70000"}, {"LD_PRELOAD": "libtcmalloc.so.4"},
+                 {"LD_PRELOAD": "libtcmalloc.so.4", "MALLOC_ARENA_MAX": "3"}]}]})";
+  const char* old = std::getenv("SYSPILOT_EVAL_DATA");
+  std::string saved = old ? old : "";
+  ::setenv("SYSPILOT_EVAL_DATA", dir.c_str(), 1);
+  Diagnostics d;
+  Guidance g = analyse(s, false, d);
+  old ? (void)::setenv("SYSPILOT_EVAL_DATA", saved.c_str(), 1) : (void)::unsetenv("SYSPILOT_EVAL_DATA");
+  fs::remove_all(dir);
+  ASSERT_EQ(g.guides.size(), 1u);
+  const auto& r = g.guides[0].remedies;
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0], (Config{{"MALLOC_ARENA_MAX", "2"}, {"MALLOC_MMAP_THRESHOLD_", "4194304"}}));
+  EXPECT_EQ(r[1], (Config{{"MALLOC_MMAP_THRESHOLD_", "65536"}}));
+  EXPECT_EQ(r[2], (Config{{"MALLOC_ARENA_MAX", "2"}})) << "3 arenas: nearest measured is 2; tcmalloc dropped";
+}
+
 TEST(Tables, CoverEverySpaceWithOneDigestAndTheMachine) {
   std::set<std::string> digests;
   int best_not_all_ones = 0;
