@@ -41,7 +41,7 @@ struct TuneArgs {
   std::string report;
   std::int64_t resume = 0;
   std::string db, source, manifest;
-  int verify = 3;
+  int verify = 5;
   int max_repeats = 3;
   std::vector<std::string> compare;
   std::vector<std::string> argv;

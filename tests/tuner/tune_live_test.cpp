@@ -49,8 +49,8 @@ std::vector<std::string> thread_domain() {
 
 struct Outcome {
   TuneResult result;
-  Verification reported;  // what `syspilot tune` prints: 3 interleaved pairs after the search
-  Verification check;     // a second, independent fresh measurement: 5 interleaved pairs
+  Verification reported;  // what `syspilot tune` prints: 5 interleaved pairs after the search
+  Verification check;     // a second, independent fresh measurement: 7 interleaved pairs
 };
 
 // Tunes within 12 runs, reports as the CLI does, then re-measures default against the best.
@@ -72,8 +72,8 @@ Outcome tune_and_check(const Space& space, const std::vector<Guide>& guides, con
   out.result = tune(*st, obj, o);
   if (out.result.best >= 0) {
     const Config& best = out.result.trials[out.result.best].config;
-    out.reported = verify(obj, {}, best, 3);
-    out.check = verify(obj, {}, best, 5, false);
+    out.reported = verify(obj, {}, best, 5);
+    out.check = verify(obj, {}, best, 7, false);
   }
   std::fprintf(stderr, "  search %.2fx, reported %.2fx +-%.0f%%, re-measured %.2fx +-%.0f%%\n", out.result.speedup,
                out.reported.speedup, out.reported.spread * 100, out.check.speedup, out.check.spread * 100);
@@ -86,7 +86,7 @@ void expect_found_and_reproduced(const Outcome& o) {
   ASSERT_TRUE(o.reported.ok) << o.reported.failure;
   ASSERT_TRUE(o.check.ok) << o.check.failure;
   // Found within the budget: the search's best is at least 1.3x faster than the default in a
-  // fresh interleaved measurement (median of 5 pairs).
+  // fresh interleaved measurement (median of 7 pairs).
   EXPECT_GE(o.check.speedup, 1.3) << to_string(o.result.trials[o.result.best].config);
   // What the tuner reports is reproduced within the stated spreads.
   EXPECT_GE(o.check.speedup, o.reported.speedup * (1 - o.reported.spread - o.check.spread))
@@ -193,7 +193,8 @@ TEST(TuneLive, TbbBesideOpenMp) {
 }
 
 // An API control reaches the library through the preload shim: omp_set_num_threads(1) called
-// before main leaves the OpenMP loop without its second thread.
+// before main leaves the OpenMP loop without its second thread. The run lasts ~0.1 s so that
+// the 5 ms sampler sees the team (at 16 iterations it lasted 5 ms and sometimes saw 1 thread).
 TEST(TuneLive, ShimAppliesApiControl) {
   if (MachineFacts::detect().ncpus < 2) GTEST_SKIP() << "needs 2 CPUs";
   std::string shim = shim_path();
@@ -204,7 +205,7 @@ TEST(TuneLive, ShimAppliesApiControl) {
   s.params = {setter};
   auto threads = [&](const Config& c) {
     RunSpec rs;
-    rs.argv = {program("omp_blas"), "16"};
+    rs.argv = {program("omp_blas"), "1500"};
     rs.env_set = environment_for(s, c, shim, {});
     rs.env_set["OPENBLAS_NUM_THREADS"] = "1";
     rs.env_set["OMP_NUM_THREADS"] = ncpus();
