@@ -97,7 +97,7 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
 }
 
 // One line of markup to prose; `state` carries multi-line context (HTML <script>, ...).
-std::string strip_line(std::string l, const std::string& fmt, bool& skip_block) {
+std::string strip_line(std::string l, const std::string& fmt, bool& skip_block, bool& in_tag) {
   if (fmt == "man") {
     if (l.rfind(".\\\"", 0) == 0 || l.rfind("'\\\"", 0) == 0) return "";
     if (!l.empty() && (l[0] == '.' || l[0] == '\'')) {
@@ -132,6 +132,15 @@ std::string strip_line(std::string l, const std::string& fmt, bool& skip_block) 
   if (fmt == "html") {
     std::string o;
     size_t i = 0;
+    if (in_tag) {
+      // A tag opened on an earlier line (`<link\n linkend="opt.narenas">`): its attributes
+      // are markup, not prose.
+      size_t e = l.find('>');
+      if (e == std::string::npos) return o;
+      in_tag = false;
+      i = e + 1;
+      o += ' ';
+    }
     while (i < l.size()) {
       if (skip_block) {
         size_t e = l.find("</", i);
@@ -142,12 +151,16 @@ std::string strip_line(std::string l, const std::string& fmt, bool& skip_block) 
         i = e + 2;
         continue;
       }
-      if (l[i] == '<') {
+      if (l[i] == '<' && i + 1 < l.size() &&
+          (std::isalpha(static_cast<unsigned char>(l[i + 1])) || l[i + 1] == '/' || l[i + 1] == '!' || l[i + 1] == '?')) {
         size_t e = l.find('>', i);
         std::string tag = l.substr(i, std::min<size_t>(8, l.size() - i));
         for (auto& c : tag) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
         if (tag.rfind("<script", 0) == 0 || tag.rfind("<style", 0) == 0) skip_block = true;
-        if (e == std::string::npos) return o;
+        if (e == std::string::npos) {
+          in_tag = !skip_block;
+          return o;
+        }
         i = e + 1;
         o += ' ';
         continue;
@@ -172,7 +185,7 @@ std::vector<DocMention> scan_doc(const std::string& rel, std::string_view text, 
   std::vector<DocMention> out;
   std::string para;
   std::vector<std::pair<size_t, int>> starts;  // offset in para -> line
-  bool skip_block = false;
+  bool skip_block = false, in_tag = false;
   auto flush = [&] {
     if (para.empty()) return;
     // split into sentences at ". ", "? ", "! " and keep the line each starts on
@@ -215,7 +228,7 @@ std::vector<DocMention> scan_doc(const std::string& rel, std::string_view text, 
     bool man_break = fmt == "man" && (raw.rfind(".SH", 0) == 0 || raw.rfind(".PP", 0) == 0 ||
                                       raw.rfind(".TP", 0) == 0 || raw.rfind(".IP", 0) == 0);
     if (blank || man_break) flush();
-    std::string l = strip_line(raw, fmt, skip_block);
+    std::string l = strip_line(raw, fmt, skip_block, in_tag);
     if (l.find_first_not_of(" \t") == std::string::npos) {
       if (pos > text.size()) break;
       continue;

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "extract/extract.h"
+#include "extract/scanners.h"
 
 namespace fs = std::filesystem;
 using namespace syspilot::extract;
@@ -127,4 +128,26 @@ TEST(ExtractApi, ControlsFromAPublicHeaderWithDocs) {
   EXPECT_FALSE(by.count("fixlib_dot"));
   // headers under src/ are not public: their functions are not API controls
   EXPECT_FALSE(by.count("ncclGetEnv"));
+}
+
+// DocBook manuals break tags across lines (`<link` then `linkend="...">` on the next): the
+// attributes are markup and never reach a sentence; a bare `<` in prose is no tag.
+TEST(ExtractDocs, TagsSplitAcrossLinesStayOutOfSentences) {
+  std::string xml =
+      "<para>This value is capped at <link\n"
+      "linkend=\"opt.max_background_threads\"><mallctl>opt.max_background_threads</mallctl></link>\n"
+      "at startup.</para>\n\n"
+      "<para>When 1 < 2 the <link\n"
+      "    linkend=\"opt.narenas\"\n"
+      "    ><mallctl>opt.narenas</mallctl></link> option sets the arena count.</para>\n";
+  auto ms = docs::scan_doc("jemalloc.xml.in", xml, "html");
+  bool capped = false, narenas = false;
+  for (const auto& m : ms) {
+    EXPECT_EQ(m.sentence.find("linkend"), std::string::npos) << m.name << ": " << m.sentence;
+    capped = capped || (m.name.find("max_background_threads") != std::string::npos &&
+                        m.sentence.find("capped at") != std::string::npos);
+    narenas = narenas || (m.name.find("narenas") != std::string::npos && m.sentence.find("1 < 2") != std::string::npos);
+  }
+  EXPECT_TRUE(capped);
+  EXPECT_TRUE(narenas) << "a bare < in prose is text";
 }
