@@ -71,6 +71,15 @@ ComposeOptions compose_options(const std::string& prog, const std::string& contr
   return o;
 }
 
+// Analysis of `argv` (its first word the binary) against `contracts`, nothing drafted.
+AnalyzeOptions analyze_options(const std::vector<std::string>& argv, const std::string& contracts) {
+  AnalyzeOptions o;
+  o.compose = compose_options(argv.front(), contracts);
+  o.profile.run.argv = argv;
+  o.profile.run.timeout_s = 30;
+  return o;
+}
+
 bool has_remedy(const Hypothesis& h, const std::string& control, const std::string& value) {
   for (auto& r : h.remedies)
     if (auto it = r.find(control); it != r.end() && it->second == value) return true;
@@ -170,15 +179,10 @@ TEST(Contention, InheritedPinIsSeenAndConfirmed) {
   Scratch s;
   std::string pool = s.compile("pinned_pool", "-fopenmp -pthread '" + program_source("pinned_pool.c") + "' -lm");
   ASSERT_FALSE(pool.empty()) << "cc failed on pinned_pool.c";
-  AnalyzeOptions o;
-  o.compose.binary = pool;
-  o.compose.contract_dirs = {corpus()};
-  o.compose.synthesize = false;
+  AnalyzeOptions o = analyze_options({pool, "100"}, corpus());
   o.compose.env = {{"OMP_PROC_BIND", "true"}, {"OMP_PLACES", "cores"}};
-  o.profile.run.argv = {pool, "100"};
   o.profile.run.env_set = o.compose.env;
   o.profile.run.env_unset = {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS", "GOMP_CPU_AFFINITY"};
-  o.profile.run.timeout_s = 30;
   o.profile.repeats = 3;
   // The probe's gain is a timing (1.2-1.4x idle): on a machine where something else runs for a
   // moment one analysis can miss it, so a second one is allowed; both missing it fails.
@@ -256,12 +260,7 @@ TEST(Contention, AllocatorContentionConfirmedThroughTheCLibrary) {
   Scratch s;
   std::string storm = s.compile("alloc_storm", "-pthread '" + program_source("alloc_storm.c") + "'");
   ASSERT_FALSE(storm.empty()) << "cc failed on alloc_storm.c";
-  AnalyzeOptions o;
-  o.compose.binary = storm;
-  o.compose.contract_dirs = {corpus()};
-  o.compose.synthesize = false;
-  o.profile.run.argv = {storm, "3000", "8"};
-  o.profile.run.timeout_s = 30;
+  AnalyzeOptions o = analyze_options({storm, "3000", "8"}, corpus());
   Analysis a = analyze(o);
   // The program starts threads, so the C library's allocator contract joins.
   ASSERT_NE(a.composition.find_contract("glibc_malloc"), nullptr) << to_text(a);
@@ -279,12 +278,7 @@ TEST(Contention, AllocatorContentionConfirmedThroughTheCLibrary) {
 }
 
 TEST(Contention, AllocatorContentionRefutedWhereThreadsOnlyCompute) {
-  AnalyzeOptions o;
-  o.compose.binary = program("spin_pool");
-  o.compose.contract_dirs = {corpus()};
-  o.compose.synthesize = false;
-  o.profile.run.argv = {program("spin_pool"), "20", "1"};
-  o.profile.run.timeout_s = 30;
+  AnalyzeOptions o = analyze_options({program("spin_pool"), "20", "1"}, corpus());
   o.profile.probes = false;
   Analysis a = analyze(o);
   const Hypothesis* h = find_h(a.hypotheses, "allocator_contention:glibc_malloc");
@@ -310,14 +304,9 @@ class Plugin : public ::testing::Test {
     ASSERT_FALSE(plugin.empty() || host.empty()) << "cc failed on the plugin test programs";
   }
   AnalyzeOptions options(const std::string& wait_policy) {
-    AnalyzeOptions o;
-    o.compose.binary = host;
-    o.compose.contract_dirs = {SYSPILOT_TEST_CONTRACTS};
-    o.compose.synthesize = false;
-    o.profile.run.argv = {host, plugin, "100", "1"};
+    AnalyzeOptions o = analyze_options({host, plugin, "100", "1"}, SYSPILOT_TEST_CONTRACTS);
     o.profile.run.env_set = {{"OMP_WAIT_POLICY", wait_policy}, {"OMP_NUM_THREADS", "2"}};
     o.compose.env = o.profile.run.env_set;
-    o.profile.run.timeout_s = 30;
     return o;
   }
 };
@@ -353,14 +342,9 @@ TEST(Contention, RuleCheckMayPassOnAnAlternativeSignal) {
     "probes": [{"inner:cpu.threads": "1"}],
     "checks": [{"signal": "probe.ivcs_ratio", "op": ">=", "value": 1000,
                 "or": {"signal": "threads_max", "op": ">=", "value": 1}}]})");
-  AnalyzeOptions o;
-  o.compose.binary = program("omp_blas");
-  o.compose.contract_dirs = {SYSPILOT_TEST_CONTRACTS};
-  o.compose.synthesize = false;
+  AnalyzeOptions o = analyze_options({program("omp_blas")}, SYSPILOT_TEST_CONTRACTS);
   o.compose.manifest = s.write("m.txt", "nested libgomp > openblas\n");
   o.rules_dir = s.dir.string();
-  o.profile.run.argv = {program("omp_blas")};
-  o.profile.run.timeout_s = 30;
   Analysis a = analyze(o);
   ASSERT_EQ(a.hypotheses.size(), 1u) << to_text(a);
   const Hypothesis& h = a.hypotheses.front();
