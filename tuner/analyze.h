@@ -167,6 +167,10 @@ struct ProfileOptions {
   RunSpec run;               // argv, env, timeout; sampling settings
   bool probes = true;        // one probing run per distinct probe environment
   int repeats = 1;           // default/probe pairs, interleaved D P D P; medians decide
+  // More pairs, up to this many in all, for a probe whose ratio lies within `near` of a
+  // rule's threshold (one pair cannot tell 1.19x from 1.21x); 0: `repeats` only.
+  int max_repeats = 3;
+  double near = 0.12;        // |ratio / threshold - 1| below this is too close to call
   RunResult first_default;   // when started: reused as the first default run (analyze()'s discovery run)
 };
 
@@ -174,6 +178,7 @@ struct ProbeRun {
   std::map<std::string, std::string> env;
   std::vector<std::string> hypotheses;   // ids it serves
   std::vector<RunResult> runs;
+  std::vector<size_t> pairs;             // runs[i] pairs with Profile::default_runs[pairs[i]]
 };
 
 struct Profile {

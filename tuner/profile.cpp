@@ -128,6 +128,19 @@ Profile profile(const Composition& comp, std::vector<Hypothesis>& hs, const Prof
       }
     }
 
+  auto probe_spec = [&](const ProbeRun& p) {
+    RunSpec s = base;
+    for (auto& [k, v] : p.env) {
+      if (!v.empty()) {
+        s.env_set[k] = v;
+        continue;
+      }
+      s.env_set.erase(k);  // "" unsets: the probe undoes a user's export
+      s.env_unset.push_back(k);
+    }
+    return s;
+  };
+
   int repeats = std::max(1, opts.repeats);
   bool default_failed = false;
   bool default_slow = false;  // killed at the timeout while computing: probes may still finish
@@ -150,19 +163,55 @@ Profile profile(const Composition& comp, std::vector<Hypothesis>& hs, const Prof
       }
     }
     for (auto& p : prof.probes) {
-      RunSpec s = base;
-      for (auto& [k, v] : p.env) {
-        if (!v.empty()) {
-          s.env_set[k] = v;
-          continue;
-        }
-        s.env_set.erase(k);  // "" unsets: the probe undoes a user's export
-        s.env_unset.push_back(k);
-      }
-      p.runs.push_back(run(s));
+      p.runs.push_back(run(probe_spec(p)));
+      p.pairs.push_back(prof.default_runs.size() - 1);
     }
     if (default_slow) break;
   }
+
+  // A probe ratio too close to a threshold to call gets more pairs (a default run and the
+  // close probes, interleaved), up to max_repeats pairs; the medians then decide.
+  auto close_probes = [&] {
+    std::vector<ProbeRun*> close;
+    for (auto& p : prof.probes) {
+      std::map<std::string, std::vector<double>> per_pair;
+      for (size_t i = 0; i < p.runs.size(); ++i) {
+        if (!p.runs[i].ok()) return std::vector<ProbeRun*>{};  // a failing probe decides nothing
+        auto d = signals_of(prof.default_runs[p.pairs[i]], prof.ncpus);
+        for (auto& [k, v] : ratios(d, signals_of(p.runs[i], prof.ncpus))) per_pair[k].push_back(v);
+      }
+      bool is_close = false;
+      for (auto& h : hs) {
+        if (std::find(p.hypotheses.begin(), p.hypotheses.end(), h.id) == p.hypotheses.end()) continue;
+        for (auto& c : h.checks)
+          for (auto [sig, t] : {std::pair{c.signal, c.threshold}, std::pair{c.or_signal, c.or_threshold}}) {
+            auto it = per_pair.find(sig);
+            if (it == per_pair.end() || t == 0) continue;
+            double v = median_value(it->second);
+            is_close |= std::isfinite(v) && std::fabs(v / t - 1) < opts.near;
+          }
+      }
+      if (is_close) close.push_back(&p);
+    }
+    return close;
+  };
+  if (!default_failed && !default_slow)
+    while (static_cast<int>(prof.default_runs.size()) < opts.max_repeats) {
+      auto close = close_probes();
+      if (close.empty()) break;
+      RunResult d = run(base);
+      if (!d.ok()) {  // the pairs so far decide
+        prof.notes.push_back("an extra default run failed (" + failure_text(d) + "); the earlier pairs decide");
+        break;
+      }
+      prof.default_runs.push_back(d);
+      for (auto* p : close) {
+        p->runs.push_back(run(probe_spec(*p)));
+        p->pairs.push_back(prof.default_runs.size() - 1);
+      }
+      prof.notes.push_back("a probe ratio lay within " + num(opts.near * 100) + "% of a threshold: pair " +
+                           std::to_string(prof.default_runs.size()) + " taken");
+    }
   if (default_slow) {
     bool any_probe_ok = false;
     for (auto& p : prof.probes)
@@ -234,12 +283,12 @@ Profile profile(const Composition& comp, std::vector<Hypothesis>& hs, const Prof
       probe_problem = h.probe.empty() ? "no env control to probe it with" : "probing is off";
     } else {
       std::map<std::string, std::vector<double>> per_pair;
-      for (size_t i = 0; i < probe->runs.size() && i < prof.default_runs.size(); ++i) {
+      for (size_t i = 0; i < probe->runs.size(); ++i) {
         if (!probe->runs[i].ok()) {
           probe_problem = "the probe run (" + env_text(probe->env) + ") failed: " + failure_text(probe->runs[i]);
           continue;
         }
-        for (auto& [k, v] : ratios(dsig[i], signals_of(probe->runs[i], prof.ncpus))) per_pair[k].push_back(v);
+        for (auto& [k, v] : ratios(dsig[probe->pairs[i]], signals_of(probe->runs[i], prof.ncpus))) per_pair[k].push_back(v);
       }
       for (auto& [k, v] : per_pair) probe_sig[k] = median_value(v);
       if (!probe_sig.empty()) probe_problem.clear();

@@ -324,8 +324,11 @@ TEST_F(Plugin, DlopenedRuntimeIsComposedAndItsSpinningConfirmed) {
   ASSERT_NE(h, nullptr) << to_text(a);
   EXPECT_EQ(h->verdict, Verdict::Confirmed) << to_text(a);
   EXPECT_TRUE(names(h->controls, "OMP_WAIT_POLICY"));
-  // The discovery run is the profile's first default run: one default, one run per probe.
-  EXPECT_EQ(a.profile.default_runs.size(), 1u);
+  // The discovery run is the profile's first default run: one default per pair (a ratio
+  // close to a threshold takes more pairs), no separate discovery run.
+  size_t pairs = 0;
+  for (auto& p : a.profile.probes) pairs = std::max(pairs, p.runs.size());
+  EXPECT_EQ(a.profile.default_runs.size(), pairs);
 }
 
 TEST_F(Plugin, PassiveWaitingRefutesTheSpinning) {
@@ -354,6 +357,39 @@ TEST(Contention, RuleCheckMayPassOnAnAlternativeSignal) {
   EXPECT_EQ(h.verdict, Verdict::Confirmed) << to_text(a);
   ASSERT_EQ(h.evidence.size(), 1u);
   EXPECT_EQ(h.evidence[0].signal, "threads_max");
+}
+
+// A probe ratio too close to a rule's threshold to call takes more default/probe pairs, up
+// to max_repeats; one far from it is decided by the first pair.
+TEST(Contention, RatioCloseToTheThresholdTakesMorePairs) {
+  Scratch s;
+  auto rule = [&](const char* value) {
+    s.write("nested.json", std::string(R"({"kind": "nested_oversubscription", "relation": "nested",
+      "roles": [{"name": "outer", "any": ["provides:region"]}, {"name": "inner", "any": ["demand:cpu.threads"]}],
+      "probes": [{"inner:cpu.threads": "2"}],
+      "checks": [{"signal": "probe.wall_ratio", "op": ">=", "value": )") + value + "}]}");
+  };
+  AnalyzeOptions o = analyze_options({program("omp_blas"), "150"}, SYSPILOT_TEST_CONTRACTS);
+  o.compose.manifest = s.write("m.txt", "nested libgomp > openblas\n");
+  o.rules_dir = s.dir.string();
+  o.profile.near = 0.5;  // the probe changes little: its ratio is 1 +- noise, well within 50%
+  o.profile.max_repeats = 3;
+
+  rule("1.0");
+  Analysis close = analyze(o);
+  ASSERT_EQ(close.hypotheses.size(), 1u) << to_text(close);
+  ASSERT_EQ(close.profile.probes.size(), 1u);
+  EXPECT_EQ(close.profile.default_runs.size(), 3u) << to_text(close);
+  EXPECT_EQ(close.profile.probes[0].runs.size(), 3u);
+  ASSERT_FALSE(close.hypotheses[0].evidence.empty());
+  EXPECT_NE(close.hypotheses[0].evidence[0].note.find("median of 3 interleaved pair(s)"), std::string::npos)
+      << close.hypotheses[0].evidence[0].note;
+
+  rule("100");
+  Analysis far = analyze(o);
+  ASSERT_EQ(far.hypotheses.size(), 1u) << to_text(far);
+  EXPECT_EQ(far.profile.default_runs.size(), 1u) << to_text(far);
+  EXPECT_EQ(far.hypotheses[0].verdict, Verdict::Refuted) << to_text(far);
 }
 
 TEST(Contention, StdThreadInTheBinaryMeansApplicationThreadsWithoutSource) {
