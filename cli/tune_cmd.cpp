@@ -137,6 +137,7 @@ int run_tune(TuneArgs a) {
   Space space;
   std::vector<Guide> gs;
   std::vector<Trial> resumed;
+  std::vector<Trial> from_analysis;  // the analysis' runs, as syspilot's first trials
   std::int64_t id = 0;
   SessionInfo base;  // what a new session records
 
@@ -199,6 +200,10 @@ int run_tune(TuneArgs a) {
     if (space.params.empty())
       throw UsageError("nothing to tune: no confirmed hypothesis names a control of " + a.argv[0] +
                        "; try --space all, or name controls with --add NAME=V1,V2");
+    // The analysis ran the application already: with wall time as the objective, its default
+    // runs are syspilot's reference and each probe inside the space a trial, charged to the
+    // budget like every other run (a metric or score was not read from them).
+    if (a.metric.empty() && a.score_cmd.empty() && an.profiled) from_analysis = profile_trials(an.profile, space);
     base.argv = a.argv;
     base.budget = a.budget;
     base.seed = a.seed;
@@ -258,6 +263,22 @@ int run_tune(TuneArgs a) {
     to.max_repeats = a.max_repeats;
     to.resumed = done.empty() ? resumed : std::vector<Trial>{};
     std::int64_t sid = id;
+    if (name == "syspilot" && a.resume == 0 && !from_analysis.empty()) {
+      int runs = 0;
+      for (const auto& t : from_analysis) {
+        sessions->add_trial(sid, t);
+        runs += t.m.repeats;
+      }
+      to.resumed = from_analysis;
+      std::cerr << "tune: the analysis' " << runs << " runs count as " << from_analysis.size()
+                << " trials (the reference and the probes inside the space)\n";
+      for (const auto& t : from_analysis)
+        std::cerr << "tune: trial " << t.index + 1 << "  runs " << t.runs_before + t.m.repeats << "/" << a.budget
+                  << "  " << (t.config.empty() ? "default" : to_string(t.config)) << "  "
+                  << (t.m.ok ? fixed(t.m.value, 3) + " s (x" + std::to_string(t.m.repeats) + ", " + t.strategy + " runs)"
+                             : "FAILED: " + t.m.failure)
+                  << "\n";
+    }
     to.on_trial = [&, sid](const Trial& t) { sessions->add_trial(sid, t); };
     to.progress = [](const std::string& line) { std::cerr << "tune: " << line << "\n"; };
     TuneResult res = tune(*strategy, *objective, to);

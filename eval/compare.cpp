@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "eval/eval.h"
+#include "tuner/analyze.h"
 #include "tuner/measure.h"
 
 namespace syspilot::eval {
@@ -60,25 +61,48 @@ Session run_session(const Scenario& s, const Table* table, const std::string& tu
   // The analysis ran the user's default to profile it: those runs are the reference trial
   // (tune() would otherwise measure the default again). They are charged once, here; the
   // probing runs before them are charged as a prefix of the session.
+  // A probe run is a run of the application under the probe's configuration: where that
+  // configuration lies in the measured space, it is a trial the search starts from (answered
+  // like any trial), not a run thrown away.
   int reference_runs = tuner_name == "syspilot" && guidance ? std::min(guidance->default_runs, out.profiling_runs) : 0;
-  int prefix = out.profiling_runs - reference_runs;
+  std::vector<std::pair<Config, int>> probe_trials;
+  if (tuner_name == "syspilot" && guidance)
+    for (const auto& p : guidance->probes) {
+      auto c = tuner::probe_configuration(space, {p.env.begin(), p.env.end()});
+      if (p.runs > 0 && c && (live || (table && table->find(normalise(s, *c))))) probe_trials.push_back({*c, p.runs});
+    }
+  int probe_trial_runs = 0;
+  for (const auto& [c, n] : probe_trials) probe_trial_runs += n;
+  probe_trial_runs = std::min(probe_trial_runs, out.profiling_runs - reference_runs);
+  int prefix = out.profiling_runs - reference_runs - probe_trial_runs;
   out.probe_runs = prefix;
+  auto replayed = [&](const Config& c, int runs, const char* who, int before) {
+    tuner::Trial t;
+    t.config = c;
+    t.strategy = who;
+    t.runs_before = before;
+    for (int i = 0; i < runs; ++i) {
+      tuner::Measurement one = objective->evaluate(c);
+      t.m.repeats += 1;
+      if (one.ok) t.m.samples.push_back(one.value);
+      else t.m.failure = one.failure;
+    }
+    t.m.ok = !t.m.samples.empty();
+    if (t.m.ok) {
+      t.m.failure.clear();
+      t.m.value = tuner::median(t.m.samples);
+      t.m.spread = tuner::relative_spread(t.m.samples);
+    }
+    return t;
+  };
   if (reference_runs > 0 && max_runs > prefix) {
-    tuner::Trial ref;
-    ref.strategy = "reference";
-    for (int i = 0; i < reference_runs; ++i) {
-      tuner::Measurement one = objective->evaluate({});
-      ref.m.repeats += 1;
-      if (one.ok) ref.m.samples.push_back(one.value);
-      else ref.m.failure = one.failure;
+    opts.resumed.push_back(replayed({}, reference_runs, "reference", 0));
+    int before = reference_runs;
+    for (const auto& [c, n] : probe_trials) {
+      if (prefix + before + n > max_runs) break;
+      opts.resumed.push_back(replayed(c, n, "probe", before));
+      before += n;
     }
-    ref.m.ok = !ref.m.samples.empty();
-    if (ref.m.ok) {
-      ref.m.failure.clear();
-      ref.m.value = tuner::median(ref.m.samples);
-      ref.m.spread = tuner::relative_spread(ref.m.samples);
-    }
-    opts.resumed.push_back(ref);
   }
   opts.budget = std::max(0, max_runs - prefix);
   tuner::TuneResult res;

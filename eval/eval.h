@@ -226,6 +226,14 @@ struct Guidance {
   std::vector<tuner::Guide> guides;
   int profiling_runs = 0;  // every run the analysis made (default and probes)
   int default_runs = 0;    // of which runs of the user's default: they serve as the tuner's reference
+  // The probing runs: each ran the application under a configuration (its env, "" = unset).
+  // A probe that only touches measured controls is a trial the search starts with; the others
+  // are runs spent before the search.
+  struct Probe {
+    Config env;
+    int runs = 0;
+  };
+  std::vector<Probe> probes;
   std::string note;
 };
 using GuidanceSource = std::function<Guidance(const Scenario&)>;

@@ -77,6 +77,9 @@ Guidance analyse(const Scenario& s, bool refresh, Diagnostics& diags) {
       g.guides = tuner::guides_from_json(j.value("guides", nlohmann::json::array()).dump());
       g.profiling_runs = j.value("profiling_runs", 0);
       g.default_runs = std::min(g.profiling_runs, j.value("default_runs", 0));
+      for (const auto& p : j.value("probes", nlohmann::json::array()))
+        if (p.is_object() && p.value("env", nlohmann::json()).is_object())
+          g.probes.push_back({p["env"].get<Config>(), p.value("runs", 0)});
       g.note = j.value("note", "");
       keep_measured_values(s, g);
       return g;
@@ -89,6 +92,8 @@ Guidance analyse(const Scenario& s, bool refresh, Diagnostics& diags) {
   j["guides"] = nlohmann::json::parse(tuner::guides_to_json(g.guides));
   j["profiling_runs"] = g.profiling_runs;
   j["default_runs"] = g.default_runs;
+  j["probes"] = nlohmann::json::array();
+  for (const auto& p : g.probes) j["probes"].push_back({{"env", p.env}, {"runs", p.runs}});
   j["note"] = g.note;
   j["contracts_digest"] = contracts_digest(corpus_dir());
   std::filesystem::create_directories(data_dir());
@@ -116,7 +121,10 @@ bool analyse_live(const Scenario& s, Guidance& g, Diagnostics& diags) {
     if (d.severity == Severity::Error) diags.add(d);
   g.profiling_runs = static_cast<int>(a.profile.default_runs.size());
   g.default_runs = g.profiling_runs;
-  for (const auto& p : a.profile.probes) g.profiling_runs += static_cast<int>(p.runs.size());
+  for (const auto& p : a.profile.probes) {
+    g.profiling_runs += static_cast<int>(p.runs.size());
+    g.probes.push_back({Config(p.env.begin(), p.env.end()), static_cast<int>(p.runs.size())});
+  }
   // The search can only act on controls the table measured; others stay at the default.
   std::set<std::string> measured;
   for (const auto& c : s.space) measured.insert(c.name);

@@ -4,6 +4,7 @@
 #pragma once
 #include <nlohmann/json_fwd.hpp>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -191,6 +192,16 @@ struct Profile {
 
 // Runs the application (default, then probes), decides each hypothesis' verdict in place.
 Profile profile(const Composition& c, std::vector<Hypothesis>& hs, const ProfileOptions& opts, Diagnostics& diags);
+
+// A probe's environment as a configuration of `space`: nullopt when it sets a variable the
+// space does not hold, or to a value outside the control's values, or leaves out a control the
+// space fixes to one value (a pin).
+std::optional<Config> probe_configuration(const Space& space, const std::map<std::string, std::string>& env);
+
+// The profile's runs as trials of `space` (the objective being wall time): the default runs are
+// the reference trial ({}), each probe whose environment is a configuration of the space a
+// trial of it. Runs are counted in order, defaults first. Empty when the defaults failed.
+std::vector<Trial> profile_trials(const Profile& p, const Space& space);
 
 // The spec every profiling run starts from: `run` plus the introspection switches the
 // composition's contracts name.

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "tuner/analyze.h"
+#include "tuner/measure.h"
 
 namespace syspilot::tuner {
 namespace {
@@ -89,6 +90,49 @@ std::map<std::string, double> signals_of(const RunResult& r, int ncpus) {
     if (k == "cache_misses") s["cache_misses_per_s"] = v / wall;
   }
   return s;
+}
+
+std::optional<Config> probe_configuration(const Space& space, const std::map<std::string, std::string>& env) {
+  Config c;
+  for (const auto& [k, v] : env) {
+    const Param* p = space.find(k);
+    if (!p || std::find(p->values.begin(), p->values.end(), v) == p->values.end()) return std::nullopt;
+    c[k] = v;
+  }
+  // A control fixed to one value (--pin) is in every trial; the probe ran without it.
+  for (const auto& p : space.params)
+    if (p.values.size() == 1 && !c.count(p.name)) return std::nullopt;
+  if (c.empty()) return std::nullopt;
+  return c;
+}
+
+std::vector<Trial> profile_trials(const Profile& p, const Space& space) {
+  std::vector<Trial> out;
+  auto trial = [&](Config c, const std::vector<RunResult>& runs, const char* who) {
+    Trial t;
+    t.index = static_cast<int>(out.size());
+    t.config = std::move(c);
+    t.strategy = who;
+    t.runs_before = out.empty() ? 0 : out.back().runs_before + out.back().m.repeats;
+    for (const auto& r : runs) {
+      t.m.repeats += 1;
+      if (r.ok()) t.m.samples.push_back(r.wall_s);
+      else t.m.failure = failure_text(r);
+    }
+    t.m.ok = !t.m.samples.empty();
+    if (t.m.ok) {
+      t.m.failure.clear();
+      t.m.value = median(t.m.samples);
+      t.m.spread = relative_spread(t.m.samples);
+    }
+    out.push_back(std::move(t));
+  };
+  if (p.default_runs.empty() || !std::all_of(p.default_runs.begin(), p.default_runs.end(), [](auto& r) { return r.ok(); }))
+    return out;
+  trial({}, p.default_runs, "reference");
+  for (const auto& pr : p.probes)
+    if (auto c = probe_configuration(space, pr.env); c && !pr.runs.empty()) trial(*c, pr.runs, "probe");
+  return out;
 }
 
 RunSpec profile_spec(const Composition& comp, const RunSpec& run) {

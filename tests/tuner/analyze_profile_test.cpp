@@ -181,3 +181,55 @@ TEST(AnalyzeCli, BadInputIsAUsageError) {
   EXPECT_EQ(sh(cli + " analyze --help").rc, 0);
 }
 #endif
+
+// The profile's runs become the search's first trials: the default runs the reference, a probe
+// inside the space a trial of its configuration; a probe outside it (another variable, or a
+// value the space does not hold) is left out.
+TEST(Profile, RunsBecomeTrialsWhereTheProbeLiesInTheSpace) {
+  auto ran = [](double wall) {
+    RunResult r;
+    r.started = true;
+    r.exit_code = 0;
+    r.wall_s = wall;
+    return r;
+  };
+  Profile p;
+  p.default_runs = {ran(2.0), ran(2.2), ran(1.8)};
+  p.probes.push_back({{{"OMP_NUM_THREADS", "1"}}, {"h1"}, {ran(1.0), ran(1.2)}, {0, 1}});
+  p.probes.push_back({{{"OMP_WAIT_POLICY", "passive"}}, {"h2"}, {ran(1.5)}, {0}});    // not in the space
+  p.probes.push_back({{{"OMP_NUM_THREADS", "3"}}, {"h3"}, {ran(1.4)}, {0}});          // a value it lacks
+  Space s;
+  Param threads;
+  threads.name = "OMP_NUM_THREADS";
+  threads.values = {"1", "2", "4"};
+  s.params.push_back(threads);
+
+  std::vector<Trial> ts = profile_trials(p, s);
+  ASSERT_EQ(ts.size(), 2u);
+  EXPECT_TRUE(ts[0].config.empty());
+  EXPECT_EQ(ts[0].strategy, "reference");
+  EXPECT_EQ(ts[0].m.repeats, 3);
+  EXPECT_DOUBLE_EQ(ts[0].m.value, 2.0);
+  EXPECT_EQ(ts[1].config, (Config{{"OMP_NUM_THREADS", "1"}}));
+  EXPECT_EQ(ts[1].strategy, "probe");
+  EXPECT_EQ(ts[1].m.repeats, 2);
+  EXPECT_EQ(ts[1].runs_before, 3);
+  EXPECT_NEAR(ts[1].m.value, 1.1, 1e-9);
+
+  // A failing default decides nothing: no trial at all.
+  p.default_runs[1].exit_code = 3;
+  EXPECT_TRUE(profile_trials(p, s).empty());
+}
+
+TEST(Profile, ProbeLeavingOutAPinnedControlIsNoTrial) {
+  Space s;
+  Param threads, dynamic;
+  threads.name = "OMP_NUM_THREADS";
+  threads.values = {"1", "2"};
+  dynamic.name = "OMP_DYNAMIC";
+  dynamic.values = {"true"};  // --pin OMP_DYNAMIC=true
+  s.params = {threads, dynamic};
+  EXPECT_FALSE(probe_configuration(s, {{"OMP_NUM_THREADS", "1"}}));
+  EXPECT_TRUE(probe_configuration(s, {{"OMP_NUM_THREADS", "1"}, {"OMP_DYNAMIC", "true"}}));
+  EXPECT_FALSE(probe_configuration(s, {}));
+}

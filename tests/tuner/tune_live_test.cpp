@@ -471,6 +471,35 @@ TEST(TuneCli, SpaceAllWithPinAndDrop) {
   }
 }
 
+// The analysis' runs are syspilot's first trials, charged to the budget: its default runs the
+// reference, each probe inside the space a trial (stored with the session like any other).
+TEST(TuneCli, AnalysisRunsAreTheFirstTrials) {
+  Scratch s("cli-analysis-trials");
+  RunResult r = tune_cli({"--db", s / "t.db", "--budget", "8", "--verify", "0", "--", program("omp_blas"), "200"});
+  ASSERT_TRUE(r.ok()) << r.failure << r.stderr_text;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.stderr_text, m, std::regex("the analysis' ([0-9]+) runs count as ([0-9]+) trials")))
+      << r.stderr_text;
+  int runs = std::stoi(m[1]), trials = std::stoi(m[2]);
+  EXPECT_GE(trials, 2) << r.stderr_text;  // the reference and at least the nested probe
+  SessionStore st(s / "t.db");
+  auto stored = st.trials(1);
+  ASSERT_GE(stored.size(), static_cast<size_t>(trials));
+  EXPECT_TRUE(stored[0].config.empty());
+  EXPECT_EQ(stored[0].strategy, "reference");
+  int counted = 0;
+  for (int i = 0; i < trials; ++i) {
+    if (i > 0) EXPECT_EQ(stored[i].strategy, "probe") << to_string(stored[i].config);
+    EXPECT_EQ(stored[i].runs_before, counted);
+    counted += stored[i].m.repeats;
+  }
+  EXPECT_EQ(counted, runs);
+  // The budget holds them: the search spent what was left.
+  int total = 0;
+  for (const auto& t : stored) total += t.m.repeats;
+  EXPECT_LE(total, 8);
+}
+
 // `syspilot tune` killed with SIGKILL mid-session, then `--resume ID`: the trials stored before
 // the kill are not run again and the session completes its budget.
 TEST(TuneCli, ResumeAfterKillNine) {
