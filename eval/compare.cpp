@@ -160,6 +160,11 @@ Comparison compare(const std::vector<Scenario>& scenarios, const std::map<std::s
       continue;
     }
     const Table& t = it->second;
+    if (!t.args.empty() && t.args != s.args) {
+      diags.error({s.name, 0, 0}, "the table was measured with other arguments than the scenario now gives",
+                  "eval-args-changed", "measure the scenario again (scripts/eval-measure.sh --scenario " + s.name + ")");
+      continue;
+    }
     digests.insert(t.contracts_digest);
     any_contract = any_contract || !t.contracts.empty();
     if (c.machine.empty()) c.machine = t.machine;

@@ -92,6 +92,7 @@ struct Table {
   std::string contracts_digest;                // sha256 of the corpus contracts used
   std::vector<std::string> contracts;          // the contract files the digest covers
   std::string measured_at;                     // UTC, last update
+  std::vector<std::string> args;               // the program's arguments when measured
   int repeats = 0;                             // target samples per configuration
   double max_load = 0.3;                       // load guard threshold (cores)
   std::vector<Entry> entries;

@@ -39,6 +39,20 @@ static bool nearest_measured(const ControlSpec& spec, const std::string& value, 
   return !out.empty();
 }
 
+// Says which profiling runs the search reuses: the default's as the reference, a probe's as a
+// trial where its configuration lies in the measured space (compare() makes them so).
+static void describe_reuse(const Scenario& s, Guidance& g) {
+  if (g.profiling_runs == 0) return;
+  tuner::Space space = search_space(s);
+  int as_trials = 0;
+  for (const auto& p : g.probes)
+    if (tuner::probe_configuration(space, {p.env.begin(), p.env.end()})) as_trials += p.runs;
+  std::string& n = g.note;
+  if (!n.empty() && n.back() == '.') n.pop_back();
+  n += "; of these, " + std::to_string(g.default_runs) + " runs of the default are the reference and " +
+       std::to_string(as_trials) + " probe runs are trials of configurations in the measured space.";
+}
+
 static void keep_measured_values(const Scenario& s, Guidance& g) {
   for (auto& guide : g.guides) {
     std::vector<Config> kept;
@@ -82,6 +96,7 @@ Guidance analyse(const Scenario& s, bool refresh, Diagnostics& diags) {
           g.probes.push_back({p["env"].get<Config>(), p.value("runs", 0)});
       g.note = j.value("note", "");
       keep_measured_values(s, g);
+      describe_reuse(s, g);
       return g;
     }
     diags.warning({path, 0, 0}, "unreadable analysis; analysing again", "eval-bad-analysis");
@@ -99,6 +114,7 @@ Guidance analyse(const Scenario& s, bool refresh, Diagnostics& diags) {
   std::filesystem::create_directories(data_dir());
   std::ofstream(path) << j.dump(1) << "\n";
   keep_measured_values(s, g);
+  describe_reuse(s, g);
   return g;
 }
 

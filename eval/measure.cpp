@@ -55,6 +55,19 @@ Table measure(const Scenario& s, const std::string& path, const MeasureOptions& 
       return t;
     }
   }
+  if (!t.entries.empty() && t.args != s.args) {
+    // Samples of another workload would mix into the medians: nothing is measured or written.
+    std::string was, now;
+    for (const auto& a : t.args) was += (was.empty() ? "" : " ") + a;
+    for (const auto& a : s.args) now += (now.empty() ? "" : " ") + a;
+    diags.error({path, 0, 0},
+                (t.args.empty() ? std::string("the table does not record the arguments it was measured with")
+                                : "the table was measured with arguments '" + was + "'") +
+                    "; the scenario now runs '" + now + "'",
+                "eval-args-changed", "move the table away (or delete it) to measure the new workload from scratch");
+    return t;
+  }
+  t.args = s.args;
   std::vector<std::string> files;
   std::string digest = contracts_digest(corpus_dir(), &files);
   auto machine = describe_machine();

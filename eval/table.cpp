@@ -65,6 +65,7 @@ nlohmann::json to_json(const Table& t) {
   j["contracts_digest"] = t.contracts_digest;
   j["contracts"] = t.contracts;
   j["measured_at"] = t.measured_at;
+  j["args"] = t.args;
   j["repeats"] = t.repeats;
   j["max_load"] = t.max_load;
   j["noise"] = t.noise();
@@ -105,6 +106,7 @@ bool load_table(const std::string& path, Table& t, Diagnostics& diags) {
     x.contracts_digest = j.value("contracts_digest", "");
     x.contracts = j.value("contracts", std::vector<std::string>{});
     x.measured_at = j.value("measured_at", "");
+    x.args = j.value("args", std::vector<std::string>{});
     x.repeats = j.value("repeats", 0);
     x.max_load = j.value("max_load", 0.3);
     for (const auto& e : j.at("entries")) {

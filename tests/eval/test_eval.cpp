@@ -3,6 +3,7 @@
 // every tuner keeps to its budget, the CLI writes the report, and one scenario checked live.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -166,6 +167,42 @@ TEST(Tables, CoverEverySpaceWithOneDigestAndTheMachine) {
   EXPECT_EQ(digests.size(), 1u) << "tables measured against different contract corpora";
   EXPECT_GE(best_not_all_ones * 2, static_cast<int>(scenarios().size()))
       << "the best configuration is 'all thread counts to 1' in more than half of the scenarios";
+}
+
+// A table records the arguments it was measured with; resuming it for a scenario that now runs
+// other arguments would mix two workloads' samples: an error, and the table is left as it was.
+// Every committed table was measured with its scenario's arguments.
+TEST(Tables, ArgumentsChangedIsAnErrorAndTheTableIsKept) {
+  for (const auto& s : scenarios()) EXPECT_EQ(table(s.name).args, s.args) << s.name;
+
+  Scenario s = scenario(kLiveScenario);
+  fs::path dir = fs::temp_directory_path() / ("syspilot-eval-args-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::string path = (dir / "t.json").string();
+  fs::copy_file(data_dir() + "/" + s.name + ".json", path);
+  std::string before = read(path);
+  s.args = {"7"};
+  Diagnostics d;
+  MeasureOptions o;
+  o.repeats = 4;
+  measure(s, path, o, d);
+  EXPECT_TRUE(d.has_errors());
+  EXPECT_NE(d.str().find("eval-args-changed"), std::string::npos) << d.str();
+  EXPECT_NE(d.str().find("'7'"), std::string::npos) << d.str();
+  EXPECT_EQ(read(path), before);
+  fs::remove_all(dir);
+
+  // Nor is such a table replayed.
+  std::map<std::string, Table> tables{{s.name, table(s.name)}};
+  CompareOptions co;
+  co.budgets = {5};
+  co.seeds = 1;
+  co.tuners = {"random"};
+  Diagnostics cd;
+  Comparison c = compare({s}, tables, co, [](const Scenario&) { return Guidance{}; }, cd);
+  EXPECT_TRUE(cd.has_errors());
+  EXPECT_NE(cd.str().find("eval-args-changed"), std::string::npos) << cd.str();
+  EXPECT_TRUE(c.scenarios.empty());
 }
 
 TEST(Replay, DeterministicPerSeedAndDrawnFromTheTable) {
