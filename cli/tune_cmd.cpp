@@ -322,7 +322,8 @@ int run_tune(TuneArgs a) {
       auto [sp, spr] = speedup_of(d);
       std::string cfg = d.res.best >= 0 ? to_string(d.res.trials[d.res.best].config) : "(every trial failed)";
       std::cout << std::left << std::setw(14) << d.strategy << std::setw(6) << d.res.runs << std::setw(8)
-                << d.res.trials.size() << std::setw(44) << cfg << speedup_text(sp, spr) << "\n";
+                << d.res.trials.size() << std::setw(44) << cfg << (cfg.size() >= 44 ? "  " : "")
+                << speedup_text(sp, spr) << "\n";
     }
     return std::all_of(done.begin(), done.end(), [](const Done& d) { return d.res.best >= 0; }) ? kOk : kFindings;
   }
