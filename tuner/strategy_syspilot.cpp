@@ -75,9 +75,13 @@ class GuidedSearch : public Strategy {
       if (!seen.count(s)) return s;
     const Trial* inc = incumbent(history);
     double noise = noise_of(history);
+    // 2. Remedies that each helped may help together: the union of two of the three best
+    // measured configurations that set different controls, best pair first.
+    if (guided_)
+      if (auto u = union_of_best(history, seen)) return u;
     ++step_;
     if (guided_) {
-      // 2. The guides held: refine around the incumbent one control at a time (the guides'
+      // 3. The guides held: refine around the incumbent one control at a time (the guides'
       // controls first), every other step a draw from the model of what was measured so that
       // an interaction between two controls is not missed. Converged when no neighbour is
       // left that could beat the incumbent beyond the noise.
@@ -87,7 +91,7 @@ class GuidedSearch : public Strategy {
         if (auto m = model_pick(history, seen)) return m;
       return local;
     }
-    // 3. No guide: sample the space. Of every three proposals one is a uniform draw (what
+    // 4. No guide: sample the space. Of every three proposals one is a uniform draw (what
     // random search does), one a neighbour of the incumbent (to settle the last few percent)
     // and one the best candidate of an additive model of the measured trials.
     if (step_ % 3 == 1)
@@ -101,6 +105,32 @@ class GuidedSearch : public Strategy {
   const std::vector<Config>& seeds() const { return seeds_; }
 
  private:
+  // The union of two of the three fastest measured configurations (other than the default)
+  // that set disjoint controls, unmeasured and admissible; pairs ranked by the sum of their
+  // log times. Each remedy removes one cause: where two causes add up, so do the remedies.
+  std::optional<Config> union_of_best(const std::vector<Trial>& history, const std::set<Config>& seen) const {
+    std::vector<const Trial*> best;
+    for (const auto& t : history)
+      if (t.m.ok && t.m.value > 0 && !canonical(t.config).empty() &&
+          std::none_of(best.begin(), best.end(), [&](const Trial* b) { return canonical(b->config) == canonical(t.config); }))
+        best.push_back(&t);
+    std::sort(best.begin(), best.end(), [](const Trial* a, const Trial* b) { return a->m.value < b->m.value; });
+    if (best.size() > 3) best.resize(3);
+    std::optional<Config> pick;
+    double score = 0;
+    for (size_t i = 0; i < best.size(); ++i)
+      for (size_t j = i + 1; j < best.size(); ++j) {
+        Config a = canonical(best[i]->config), b = canonical(best[j]->config), u = a;
+        bool disjoint = true;
+        for (const auto& [k, v] : b) disjoint = disjoint && u.emplace(k, v).second;
+        u = canonical(u);
+        if (!disjoint || seen.count(u) || !admissible(u)) continue;
+        double sc = std::log(best[i]->m.value) + std::log(best[j]->m.value);
+        if (!pick || sc < score) pick = u, score = sc;
+      }
+    return pick;
+  }
+
   std::optional<Config> refinement(const Trial& inc, const std::vector<Trial>& history, const std::set<Config>& seen,
                                    double noise) const {
     for (const auto& c : neighbours(canonical(inc.config))) {

@@ -287,6 +287,55 @@ TEST(TuneStrategy, GuidedFindsOptimumQuicklyAndStops) {
   EXPECT_EQ(r.trials[1].config, (Config{{"INNER", "1"}}));
 }
 
+// Two remedies that each remove one cause (no thread for the second pool; no spinning) are
+// measured as the guides give them, but not together (the seeds' union combines each guide's
+// first remedy, and the co-run guide's first, a split, does not help); their union, which
+// removes both causes, comes right after the seeds.
+TEST(TuneStrategy, RemediesThatEachHelpedAreTriedTogether) {
+  struct TwoCauses : Objective {
+    Measurement evaluate(const Config& c) override {
+      auto on = [&](const char* k, const char* v) { auto it = c.find(k); return it != c.end() && it->second == v; };
+      Measurement m;
+      m.ok = true;
+      m.repeats = 1;
+      m.value = 1.0 * (on("B", "0") ? 0.8 : 1.0) * (on("WAIT", "passive") ? 0.8 : 1.0);
+      m.samples = {m.value};
+      return m;
+    }
+  } obj;
+  Space s;
+  s.params = {param("A", {"1", "2"}, "2"), param("B", {"0", "1", "2"}, "2"),
+              param("WAIT", {"active", "passive"}, "active", false)};
+  Guide corun, spin;
+  corun.id = "corun_oversubscription:a>b";
+  corun.kind = "corun_oversubscription";
+  corun.controls = {"A", "B"};
+  corun.remedies = {{{"A", "1"}, {"B", "1"}}, {{"B", "0"}}};
+  spin.id = "spin_interference:a>b";
+  spin.kind = "spin_interference";
+  spin.controls = {"WAIT"};
+  spin.remedies = {{{"WAIT", "passive"}}};
+  StrategyContext ctx;
+  ctx.guides = {corun, spin};
+  ctx.machine = four_cores();
+  auto st = make_strategy("syspilot", s, ctx);
+  TuneOptions o;
+  o.budget = 12;
+  o.max_repeats = 1;
+  TuneResult r = tune(*st, obj, o);
+  std::vector<Config> order;
+  for (const auto& t : r.trials) order.push_back(t.config);
+  auto at = [&](const Config& c) { return std::find(order.begin(), order.end(), c) - order.begin(); };
+  Config both = {{"B", "0"}, {"WAIT", "passive"}};
+  ASSERT_LT(at(both), static_cast<long>(order.size())) << "the union was never tried";
+  // Right after the last of its halves (and of the seeds) was measured.
+  long halves = std::max(at({{"B", "0"}}), at({{"WAIT", "passive"}}));
+  ASSERT_LT(halves, static_cast<long>(order.size()));
+  EXPECT_EQ(at(both), halves + 1);
+  ASSERT_GE(r.best, 0);
+  EXPECT_EQ(r.trials[r.best].config, both);
+}
+
 TEST(TuneStrategy, BaselinesCoverTheSpaceAndRespectBudget) {
   Space s = landscape_space();
   StrategyContext ctx;
