@@ -76,8 +76,15 @@ Targets targets_of(const Comparison& c, const ScenarioResult& r) {
   std::string g = fewest_runs_general(r, max_runs);
   double gp = g.empty() ? -1 : median_runs_to_within(r, g);
   double default_rel = r.exhaustive_best > 0 ? r.default_value / r.exhaustive_best : 0;
+  int analysis_runs = 0;  // syspilot's runs before its first candidate (reference and probes)
+  for (const auto& s : r.sessions)
+    if (s.tuner == "syspilot") {
+      analysis_runs = s.profiling_runs;
+      break;
+    }
   if (sp < 0) {
     t.runs_why = "syspilot's median session does not come within 5% in " + std::to_string(max_runs) + " runs";
+    if (gp < 0) t.runs_why += ", nor does any general-purpose tuner's";
   } else if (gp < 0) {
     t.runs = true;
     t.runs_why = "no general-purpose tuner comes within 5% in " + std::to_string(max_runs) + " runs";
@@ -86,8 +93,14 @@ Targets targets_of(const Comparison& c, const ScenarioResult& r) {
     t.runs_why = "syspilot " + fixed(sp, 0) + " runs vs " + g + " " + fixed(gp, 0);
     if (!t.runs && default_rel <= 1.05)
       t.runs_why += "; the default is already within 5% of the best: every tuner gets there with its reference run";
-    else if (!t.runs && gp <= 6)
-      t.runs_why += "; a third of " + fixed(gp, 0) + " runs is less than the reference run plus one candidate";
+    else if (!t.runs && analysis_runs > 1 && gp < 3.0 * analysis_runs)
+      t.runs_why += "; a third of " + fixed(gp, 0) + " runs is fewer than syspilot's " + std::to_string(analysis_runs) +
+                    " analysis runs";
+    else if (!t.runs && gp < 3.0 * (std::max(1, analysis_runs) + 1))
+      t.runs_why += "; a third of " + fixed(gp, 0) + " runs is fewer than " +
+                    (analysis_runs > 1 ? "syspilot's " + std::to_string(analysis_runs) + " analysis runs"
+                                       : std::string("the reference run")) +
+                    " plus one candidate";
   }
   std::string g10 = best_general(r, b10);
   double s10 = median_best(r, "syspilot", b10), x10 = g10.empty() ? 0 : median_best(r, g10, b10);
