@@ -372,36 +372,34 @@ TEST(Report, MissedRunsTargetNamesTheAnalysisRuns) {
     for (int r = 1; r <= 50; ++r) x.best_by_run.push_back(r < within_at ? 1.3 : 1.0);
     return x;
   };
-  Comparison c;
-  c.budgets = {5, 10, 20, 50};
-  c.seeds = 1;
-  ScenarioResult r;
-  r.scenario = "two_causes";
-  r.exhaustive_best = 0.2;
-  r.default_value = 0.3;
-  r.configurations = 12;
-  r.sessions = {session("syspilot", 19, 7), session("random", 14, 0)};
-  c.scenarios = {r};
-  fs::path dir = fs::temp_directory_path() / ("syspilot-eval-why-" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  std::string md = write_report(c, (dir / "r.md").string());
-  fs::remove_all(dir);
+  auto report_of = [&](Session syspilot, Session general) {
+    Comparison c;
+    c.budgets = {5, 10, 20, 50};
+    c.seeds = 1;
+    ScenarioResult r;
+    r.scenario = "two_causes";
+    r.exhaustive_best = 0.2;
+    r.default_value = 0.3;
+    r.configurations = 12;
+    r.sessions = {syspilot, general};
+    c.scenarios = {r};
+    fs::path dir = fs::temp_directory_path() / ("syspilot-eval-why-" + std::to_string(getpid()));
+    fs::create_directories(dir);
+    std::string md = write_report(c, (dir / "r.md").string());
+    fs::remove_all(dir);
+    return md;
+  };
+  std::string md = report_of(session("syspilot", 19, 7), session("random", 14, 0));
   EXPECT_NE(md.find("syspilot 19 runs vs random 14; a third of 14 runs is fewer than syspilot's 7 analysis runs"),
             std::string::npos)
       << md;
   // One run short: the analysis fits in a third, the first candidate does not.
-  c.scenarios[0].sessions = {session("syspilot", 9, 2), session("optuna-tpe", 8, 0)};
-  fs::create_directories(dir);
-  md = write_report(c, (dir / "r.md").string());
-  fs::remove_all(dir);
+  md = report_of(session("syspilot", 9, 2), session("optuna-tpe", 8, 0));
   EXPECT_NE(md.find("syspilot 9 runs vs optuna-tpe 8; a third of 8 runs is fewer than syspilot's 2 analysis runs plus one candidate"),
             std::string::npos)
       << md;
   // Nobody within 5%: said of every tuner.
-  c.scenarios[0].sessions = {session("syspilot", 99, 2), session("random", 99, 0)};
-  fs::create_directories(dir);
-  md = write_report(c, (dir / "r.md").string());
-  fs::remove_all(dir);
+  md = report_of(session("syspilot", 99, 2), session("random", 99, 0));
   EXPECT_NE(md.find("does not come within 5% in 50 runs, nor does any general-purpose tuner's"), std::string::npos) << md;
 }
 
