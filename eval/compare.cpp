@@ -59,11 +59,10 @@ Session run_session(const Scenario& s, const Table* table, const std::string& tu
   }
   tuner::TuneOptions opts;
   // The analysis ran the user's default to profile it: those runs are the reference trial
-  // (tune() would otherwise measure the default again). They are charged once, here; the
-  // probing runs before them are charged as a prefix of the session.
-  // A probe run is a run of the application under the probe's configuration: where that
-  // configuration lies in the measured space, it is a trial the search starts from (answered
-  // like any trial), not a run thrown away.
+  // (tune() would otherwise measure the default again). A probe run is a run of the
+  // application under the probe's configuration: where that configuration lies in the
+  // measured space, it is a trial the search starts from (answered like any trial). The
+  // remaining probe runs are charged as a prefix of the session.
   int reference_runs = tuner_name == "syspilot" && guidance ? std::min(guidance->default_runs, out.profiling_runs) : 0;
   std::vector<std::pair<Config, int>> probe_trials;
   if (tuner_name == "syspilot" && guidance)

@@ -105,13 +105,14 @@ class GuidedSearch : public Strategy {
   const std::vector<Config>& seeds() const { return seeds_; }
 
  private:
-  // The union of two of the three fastest measured configurations (other than the default)
+  // The union of two of the three best measured configurations (other than the default)
   // that set disjoint controls, unmeasured and admissible; pairs ranked by the sum of their
-  // log times. Each remedy removes one cause: where two causes add up, so do the remedies.
+  // values (times, or negated metrics when maximising). Each remedy removes one cause: where
+  // two causes add up, so do the remedies.
   std::optional<Config> union_of_best(const std::vector<Trial>& history, const std::set<Config>& seen) const {
     std::vector<const Trial*> best;
     for (const auto& t : history)
-      if (t.m.ok && t.m.value > 0 && !canonical(t.config).empty() &&
+      if (t.m.ok && !canonical(t.config).empty() &&
           std::none_of(best.begin(), best.end(), [&](const Trial* b) { return canonical(b->config) == canonical(t.config); }))
         best.push_back(&t);
     std::sort(best.begin(), best.end(), [](const Trial* a, const Trial* b) { return a->m.value < b->m.value; });
@@ -125,7 +126,7 @@ class GuidedSearch : public Strategy {
         for (const auto& [k, v] : b) disjoint = disjoint && u.emplace(k, v).second;
         u = canonical(u);
         if (!disjoint || seen.count(u) || !admissible(u)) continue;
-        double sc = std::log(best[i]->m.value) + std::log(best[j]->m.value);
+        double sc = best[i]->m.value + best[j]->m.value;
         if (!pick || sc < score) pick = u, score = sc;
       }
     return pick;
