@@ -138,6 +138,7 @@ int run_tune(TuneArgs a) {
   std::vector<Guide> gs;
   std::vector<Trial> resumed;
   std::vector<Trial> from_analysis;  // the analysis' runs, as syspilot's first trials
+  int analysis_spent = 0;            // the analysis' other runs: charged, not trials
   std::int64_t id = 0;
   SessionInfo base;  // what a new session records
 
@@ -158,6 +159,7 @@ int run_tune(TuneArgs a) {
       a.maximize = o.value("maximize", a.maximize);
       a.score_cmd = o.value("score_cmd", a.score_cmd);
       a.max_repeats = o.value("max_repeats", a.max_repeats);
+      analysis_spent = o.value("analysis_spent", 0);
     }
     space = space_from_json(s->space_json);
     gs = guides_from_json(s->guides_json);
@@ -177,6 +179,9 @@ int run_tune(TuneArgs a) {
     ao.compose.store_path = db;
     ao.profile.run.argv = a.argv;
     ao.profile.run.timeout_s = a.timeout;
+    // The analysis' runs are charged to syspilot's budget: its extra pairs (a probe too close
+    // to a threshold to call) take at most half of it, leaving the rest to the search.
+    ao.profile.max_runs = a.budget / 2;
     Analysis an = analyze(ao);
     for (const auto& d : an.diagnostics.items())
       if (d.severity != Severity::Note) std::cerr << d.str() << "\n";
@@ -204,6 +209,13 @@ int run_tune(TuneArgs a) {
     // runs are syspilot's reference and each probe inside the space a trial, charged to the
     // budget like every other run (a metric or score was not read from them).
     if (a.metric.empty() && a.score_cmd.empty() && an.profiled) from_analysis = profile_trials(an.profile, space);
+    // The rest (probes outside the space; every run where the objective is a metric or score,
+    // which the profile does not read) was spent all the same.
+    if (an.profiled) {
+      analysis_spent = static_cast<int>(an.profile.default_runs.size());
+      for (const auto& p : an.profile.probes) analysis_spent += static_cast<int>(p.runs.size());
+      for (const auto& t : from_analysis) analysis_spent -= t.m.repeats;
+    }
     base.argv = a.argv;
     base.budget = a.budget;
     base.seed = a.seed;
@@ -211,7 +223,8 @@ int run_tune(TuneArgs a) {
     base.guides_json = guides_to_json(gs);
     base.options_json = nlohmann::json{{"timeout", a.timeout},     {"metric", a.metric},
                                         {"maximize", a.maximize},  {"score_cmd", a.score_cmd},
-                                        {"max_repeats", a.max_repeats}, {"space", a.space}}
+                                        {"max_repeats", a.max_repeats}, {"space", a.space},
+                                        {"analysis_spent", analysis_spent}}
                             .dump();
   }
   std::vector<std::string> strategies = a.compare.empty() ? std::vector<std::string>{a.strategy} : a.compare;
@@ -262,6 +275,7 @@ int run_tune(TuneArgs a) {
     to.budget = a.budget;
     to.max_repeats = a.max_repeats;
     to.resumed = done.empty() ? resumed : std::vector<Trial>{};
+    if (name == "syspilot") to.spent = analysis_spent;
     std::int64_t sid = id;
     if (name == "syspilot" && a.resume == 0 && !from_analysis.empty()) {
       int runs = 0;
@@ -278,6 +292,16 @@ int run_tune(TuneArgs a) {
                   << (t.m.ok ? fixed(t.m.value, 3) + " s (x" + std::to_string(t.m.repeats) + ", " + t.strategy + " runs)"
                              : "FAILED: " + t.m.failure)
                   << "\n";
+    }
+    if (name == "syspilot" && a.resume == 0 && analysis_spent > 0)
+      std::cerr << "tune: the analysis' other " << analysis_spent
+                << " runs (probes outside the space, or not read by the objective) are charged too\n";
+    if (name == "syspilot" && a.resume == 0 && (analysis_spent > 0 || !from_analysis.empty())) {
+      int runs = analysis_spent;
+      for (const auto& t : from_analysis) runs += t.m.repeats;
+      if (runs >= a.budget)
+        std::cerr << "tune: the analysis took " << runs << " of the budget's " << a.budget
+                  << " runs: none are left for the search (raise --budget)\n";
     }
     to.on_trial = [&, sid](const Trial& t) { sessions->add_trial(sid, t); };
     to.progress = [](const std::string& line) { std::cerr << "tune: " << line << "\n"; };
@@ -331,8 +355,11 @@ int run_tune(TuneArgs a) {
   const Done& d = done.front();
   const TuneResult& res = d.res;
   if (res.best < 0) {
-    std::cerr << "tune: every trial failed; the last failure: "
-              << (res.trials.empty() ? std::string("none ran") : res.trials.back().m.failure) << "\n";
+    if (res.trials.empty())
+      std::cerr << "tune: no trial ran: " << res.runs << " of the budget's " << a.budget
+                << " runs were spent before the search (raise --budget)\n";
+    else
+      std::cerr << "tune: every trial failed; the last failure: " << res.trials.back().m.failure << "\n";
     return kFindings;
   }
   const Trial& best = res.trials[res.best];

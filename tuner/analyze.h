@@ -172,6 +172,10 @@ struct ProfileOptions {
   // rule's threshold (one pair cannot tell 1.19x from 1.21x); 0: `repeats` only.
   int max_repeats = 3;
   double near = 0.12;        // |ratio / threshold - 1| below this is too close to call
+  // Most runs of the application in all (0: no limit). Bounds the extra pairs only: the first
+  // default run and one run per probe are always taken. `syspilot tune` sets its budget here,
+  // since the analysis' runs are charged to it.
+  int max_runs = 0;
   RunResult first_default;   // when started: reused as the first default run (analyze()'s discovery run)
 };
 

@@ -186,6 +186,7 @@ double ratio(double reference, double best) {
 TuneResult tune(Strategy& strategy, Objective& objective, const TuneOptions& o) {
   TuneResult res;
   res.trials = o.resumed;
+  res.runs = std::max(0, o.spent);
   for (size_t i = 0; i < res.trials.size(); ++i) {
     res.trials[i].index = static_cast<int>(i);
     res.runs += res.trials[i].m.repeats;

@@ -166,7 +166,7 @@ Profile profile(const Composition& comp, std::vector<Hypothesis>& hs, const Prof
       if (h.probe.empty()) continue;
       auto it = std::find_if(prof.probes.begin(), prof.probes.end(), [&](auto& p) { return p.env == h.probe; });
       if (it == prof.probes.end()) {
-        prof.probes.push_back({h.probe, {h.id}, {}});
+        prof.probes.push_back({h.probe, {h.id}, {}, {}});
       } else {
         it->hypotheses.push_back(h.id);
       }
@@ -218,9 +218,10 @@ Profile profile(const Composition& comp, std::vector<Hypothesis>& hs, const Prof
   auto close_probes = [&] {
     std::vector<ProbeRun*> close;
     for (auto& p : prof.probes) {
+      // A probe that failed decides nothing: more pairs would not change that.
+      if (std::any_of(p.runs.begin(), p.runs.end(), [](const RunResult& r) { return !r.ok(); })) continue;
       std::map<std::string, std::vector<double>> per_pair;
       for (size_t i = 0; i < p.runs.size(); ++i) {
-        if (!p.runs[i].ok()) return std::vector<ProbeRun*>{};  // a failing probe decides nothing
         auto d = signals_of(prof.default_runs[p.pairs[i]], prof.ncpus);
         for (auto& [k, v] : ratios(d, signals_of(p.runs[i], prof.ncpus))) per_pair[k].push_back(v);
       }
@@ -243,6 +244,13 @@ Profile profile(const Composition& comp, std::vector<Hypothesis>& hs, const Prof
     while (static_cast<int>(prof.default_runs.size()) < opts.max_repeats) {
       auto close = close_probes();
       if (close.empty()) break;
+      int taken = static_cast<int>(prof.default_runs.size());
+      for (auto& p : prof.probes) taken += static_cast<int>(p.runs.size());
+      if (opts.max_runs > 0 && taken + 1 + static_cast<int>(close.size()) > opts.max_runs) {
+        prof.notes.push_back("a probe ratio lay within " + num(opts.near * 100) + "% of a threshold; no pair taken: " +
+                             std::to_string(taken) + " runs so far, " + std::to_string(opts.max_runs) + " at most");
+        break;
+      }
       RunResult d = run(base);
       if (!d.ok()) {  // the pairs so far decide
         prof.notes.push_back("an extra default run failed (" + failure_text(d) + "); the earlier pairs decide");

@@ -385,6 +385,13 @@ TEST(Contention, RatioCloseToTheThresholdTakesMorePairs) {
   EXPECT_NE(close.hypotheses[0].evidence[0].note.find("median of 3 interleaved pair(s)"), std::string::npos)
       << close.hypotheses[0].evidence[0].note;
 
+  // A limit on runs in all (tune's budget) bounds the extra pairs: 4 runs allow one more pair.
+  o.profile.max_runs = 4;
+  Analysis capped = analyze(o);
+  EXPECT_EQ(capped.profile.default_runs.size(), 2u) << to_text(capped);
+  EXPECT_EQ(capped.profile.probes[0].runs.size(), 2u);
+  o.profile.max_runs = 0;
+
   rule("100");
   Analysis far = analyze(o);
   ASSERT_EQ(far.hypotheses.size(), 1u) << to_text(far);

@@ -489,7 +489,9 @@ TEST(TuneCli, AnalysisRunsAreTheFirstTrials) {
   EXPECT_EQ(stored[0].strategy, "reference");
   int counted = 0;
   for (int i = 0; i < trials; ++i) {
-    if (i > 0) EXPECT_EQ(stored[i].strategy, "probe") << to_string(stored[i].config);
+    if (i > 0) {
+      EXPECT_EQ(stored[i].strategy, "probe") << to_string(stored[i].config);
+    }
     EXPECT_EQ(stored[i].runs_before, counted);
     counted += stored[i].m.repeats;
   }
@@ -497,7 +499,28 @@ TEST(TuneCli, AnalysisRunsAreTheFirstTrials) {
   // The budget holds them: the search spent what was left.
   int total = 0;
   for (const auto& t : stored) total += t.m.repeats;
-  EXPECT_LE(total, 8);
+  EXPECT_LE(total, 8) << r.stderr_text;
+}
+
+// With a metric as the objective the profile's runs are no trials (it reads no metric), but
+// they were spent: syspilot is charged for them, and the session stays inside its budget.
+TEST(TuneCli, AnalysisRunsNotReadByTheObjectiveAreCharged) {
+  Scratch s("cli-analysis-spent");
+  RunResult r = tune_cli({"--db", s / "t.db", "--budget", "9", "--verify", "0", "--metric", "checksum ([0-9.]+)",
+                          "--maximize", "--", program("omp_blas"), "200"});
+  ASSERT_TRUE(r.ok()) << r.failure << r.stderr_text;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.stderr_text, m, std::regex("the analysis' other ([0-9]+) runs"))) << r.stderr_text;
+  int spent = std::stoi(m[1]);
+  EXPECT_GE(spent, 2) << r.stderr_text;  // a default run and at least one probe
+  EXPECT_EQ(r.stderr_text.find("count as"), std::string::npos) << r.stderr_text;
+  SessionStore st(s / "t.db");
+  int total = spent;
+  for (const auto& t : st.trials(1)) total += t.m.repeats;
+  EXPECT_LE(total, 9) << r.stderr_text;
+  std::string all = r.stdout_text + r.stderr_text;
+  ASSERT_TRUE(std::regex_search(all, m, std::regex("([0-9]+)/9 runs"))) << all;
+  EXPECT_EQ(std::stoi(m[1]), total) << r.stdout_text;
 }
 
 // `syspilot tune` killed with SIGKILL mid-session, then `--resume ID`: the trials stored before
