@@ -4,7 +4,10 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <iostream>
 #include <limits>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -105,6 +108,12 @@ Session run_session(const Scenario& s, const Table* table, const std::string& tu
   }
   opts.budget = std::max(0, max_runs - prefix);
   tuner::TuneResult res;
+  if (std::getenv("SYSPILOT_EVAL_TRACE"))
+    opts.progress = [&](const std::string& line) {
+      static std::mutex out;  // sessions run in parallel: one line at a time
+      std::lock_guard<std::mutex> lock(out);
+      std::cerr << s.name << " " << tuner_name << " seed " << seed << ": " << line << "\n";
+    };
   if (opts.budget > 0) res = tuner::tune(*strategy, *objective, opts);
   double overhead = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   double exhaustive = table ? table->best() : 0;
