@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -386,7 +387,9 @@ class GuidedSearch : public Strategy {
       if (cmp.sign != 0) {
         auto names = numeric_names(space_, c, ctx_.machine);
         auto l = evaluate_expr(cmp.lhs, names), r = evaluate_expr(cmp.rhs, names);
-        if (l && r) slack = cmp.sign * (*r - *l) / std::max(1.0, std::fabs(*r));
+        // A side that cannot be evaluated (a control left unset whose default the contract
+        // does not state) says nothing about the fit: such candidates come after the rest.
+        slack = l && r ? cmp.sign * (*r - *l) / std::max(1.0, std::fabs(*r)) : std::numeric_limits<double>::infinity();
         if (slack < -1e-9) continue;  // breaks the guide's own constraint (the space may not state it)
       }
       ranked.push_back({c, slack, key});

@@ -287,6 +287,27 @@ TEST(TuneStrategy, GuidedFindsOptimumQuicklyAndStops) {
   EXPECT_EQ(r.trials[1].config, (Config{{"INNER", "1"}}));
 }
 
+// A control left unset whose default the contract does not state cannot be put into the
+// guide's constraint: such a candidate says nothing about the fit and comes after those that
+// can be checked (it once ranked first, as if it fitted exactly).
+TEST(TuneStrategy, ConstraintSeedsThatCannotBeEvaluatedComeLast) {
+  Space s;
+  s.params = {param("OUTER", {"", "1", "2", "4"}, ""), param("INNER", {"", "2", "4"}, "")};
+  StrategyContext ctx;
+  ctx.guides = {nested_guide()};
+  ctx.machine = four_cores();
+  auto st = make_strategy("syspilot", s, ctx);
+  std::vector<Trial> history(1);  // the default, measured
+  history[0].m.ok = true;
+  history[0].m.value = 1;
+  history[0].m.samples = {1};
+  auto first = st->next(history);
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->count("OUTER"), 1u) << to_string(*first);
+  ASSERT_EQ(first->count("INNER"), 1u) << to_string(*first);
+  EXPECT_EQ(std::stoi(first->at("OUTER")) * std::stoi(first->at("INNER")), 4) << to_string(*first);
+}
+
 // Two remedies that each remove one cause (no thread for the second pool; no spinning) are
 // measured as the guides give them, but not together (the seeds' union combines each guide's
 // first remedy, and the co-run guide's first, a split, does not help); their union, which
