@@ -212,8 +212,7 @@ int run_tune(TuneArgs a) {
     // The rest (probes outside the space; every run where the objective is a metric or score,
     // which the profile does not read) was spent all the same.
     if (an.profiled) {
-      analysis_spent = static_cast<int>(an.profile.default_runs.size());
-      for (const auto& p : an.profile.probes) analysis_spent += static_cast<int>(p.runs.size());
+      analysis_spent = an.profile.runs();
       for (const auto& t : from_analysis) analysis_spent -= t.m.repeats;
     }
     base.argv = a.argv;
@@ -277,29 +276,28 @@ int run_tune(TuneArgs a) {
     to.resumed = done.empty() ? resumed : std::vector<Trial>{};
     if (name == "syspilot") to.spent = analysis_spent;
     std::int64_t sid = id;
-    if (name == "syspilot" && a.resume == 0 && !from_analysis.empty()) {
+    if (name == "syspilot" && a.resume == 0) {
       int runs = 0;
       for (const auto& t : from_analysis) {
         sessions->add_trial(sid, t);
         runs += t.m.repeats;
       }
-      to.resumed = from_analysis;
-      std::cerr << "tune: the analysis' " << runs << " runs count as " << from_analysis.size()
-                << " trials (the reference and the probes inside the space)\n";
+      if (!from_analysis.empty()) {
+        to.resumed = from_analysis;
+        std::cerr << "tune: the analysis' " << runs << " runs count as " << from_analysis.size()
+                  << " trials (the reference and the probes inside the space)\n";
+      }
       for (const auto& t : from_analysis)
         std::cerr << "tune: trial " << t.index + 1 << "  runs " << t.runs_before + t.m.repeats << "/" << a.budget
                   << "  " << (t.config.empty() ? "default" : to_string(t.config)) << "  "
                   << (t.m.ok ? fixed(t.m.value, 3) + " s (x" + std::to_string(t.m.repeats) + ", " + t.strategy + " runs)"
                              : "FAILED: " + t.m.failure)
                   << "\n";
-    }
-    if (name == "syspilot" && a.resume == 0 && analysis_spent > 0)
-      std::cerr << "tune: the analysis' other " << analysis_spent
-                << " runs (probes outside the space, or not read by the objective) are charged too\n";
-    if (name == "syspilot" && a.resume == 0 && (analysis_spent > 0 || !from_analysis.empty())) {
-      int runs = analysis_spent;
-      for (const auto& t : from_analysis) runs += t.m.repeats;
-      if (runs >= a.budget)
+      if (analysis_spent > 0)
+        std::cerr << "tune: the analysis' other " << analysis_spent
+                  << " runs (probes outside the space, or not read by the objective) are charged too\n";
+      runs += analysis_spent;
+      if (runs > 0 && runs >= a.budget)
         std::cerr << "tune: the analysis took " << runs << " of the budget's " << a.budget
                   << " runs: none are left for the search (raise --budget)\n";
     }

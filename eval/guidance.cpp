@@ -135,12 +135,10 @@ bool analyse_live(const Scenario& s, Guidance& g, Diagnostics& diags) {
   tuner::Analysis a = tuner::analyze(opts);
   for (const auto& d : a.diagnostics.items())
     if (d.severity == Severity::Error) diags.add(d);
-  g.profiling_runs = static_cast<int>(a.profile.default_runs.size());
-  g.default_runs = g.profiling_runs;
-  for (const auto& p : a.profile.probes) {
-    g.profiling_runs += static_cast<int>(p.runs.size());
+  g.profiling_runs = a.profile.runs();
+  g.default_runs = static_cast<int>(a.profile.default_runs.size());
+  for (const auto& p : a.profile.probes)
     g.probes.push_back({Config(p.env.begin(), p.env.end()), static_cast<int>(p.runs.size())});
-  }
   // The search can only act on controls the table measured; others stay at the default.
   std::set<std::string> measured;
   for (const auto& c : s.space) measured.insert(c.name);

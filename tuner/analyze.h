@@ -173,8 +173,8 @@ struct ProfileOptions {
   int max_repeats = 3;
   double near = 0.12;        // |ratio / threshold - 1| below this is too close to call
   // Most runs of the application in all (0: no limit). Bounds the extra pairs only: the first
-  // default run and one run per probe are always taken. `syspilot tune` sets its budget here,
-  // since the analysis' runs are charged to it.
+  // default run and one run per probe are always taken. `syspilot tune` sets half its budget
+  // here, since the analysis' runs are charged to it.
   int max_runs = 0;
   RunResult first_default;   // when started: reused as the first default run (analyze()'s discovery run)
 };
@@ -192,6 +192,13 @@ struct Profile {
   std::map<std::string, double> signals;      // derived from the median default run (see docs/analysis.md)
   std::vector<std::string> notes;             // perf notes, dlopen'ed libraries, introspection output
   int ncpus = 1;
+
+  // Runs of the application in all: default runs and every probe's.
+  int runs() const {
+    int n = static_cast<int>(default_runs.size());
+    for (const auto& p : probes) n += static_cast<int>(p.runs.size());
+    return n;
+  }
 };
 
 // Runs the application (default, then probes), decides each hypothesis' verdict in place.

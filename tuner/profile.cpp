@@ -244,8 +244,7 @@ Profile profile(const Composition& comp, std::vector<Hypothesis>& hs, const Prof
     while (static_cast<int>(prof.default_runs.size()) < opts.max_repeats) {
       auto close = close_probes();
       if (close.empty()) break;
-      int taken = static_cast<int>(prof.default_runs.size());
-      for (auto& p : prof.probes) taken += static_cast<int>(p.runs.size());
+      int taken = prof.runs();
       if (opts.max_runs > 0 && taken + 1 + static_cast<int>(close.size()) > opts.max_runs) {
         prof.notes.push_back("a probe ratio lay within " + num(opts.near * 100) + "% of a threshold; no pair taken: " +
                              std::to_string(taken) + " runs so far, " + std::to_string(opts.max_runs) + " at most");

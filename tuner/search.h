@@ -132,7 +132,7 @@ struct TuneOptions {
   int max_repeats = 3;
   double noise = 0.05;            // prior relative noise until repeats measure it
   std::vector<Trial> resumed;     // trials already finished (a resumed session): not rerun
-  int spent = 0;                  // runs charged that are no trial (an analysis' probes outside the space)
+  int spent = 0;                  // runs charged that are no trial (an analysis' runs no trial stands for)
   std::function<void(const Trial&)> on_trial;                  // after each finished trial (persist it)
   std::function<void(const std::string& line)> progress;       // one line per trial
 };
