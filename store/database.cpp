@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <mutex>
 #include <system_error>
+#include <thread>
 
 #include "store/store.h"
 
@@ -344,16 +346,32 @@ Database::Database(const std::string& path, OpenOptions opts) : path_(path) {
       throw StoreError(path + ": written by a newer syspilot (store format " +
                        std::to_string(user_version) + ", this binary knows " +
                        std::to_string(kFormat) + "); upgrade syspilot or pass --db FILE");
-    bool has_migrations =
-        query_int("SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'")
-            .has_value();
-    if (!has_migrations &&
-        query_int("SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").value_or(0) > 0)
+    // One statement, so one snapshot: another process creating this store may commit
+    // schema_migrations between two separate reads, and the file would look foreign.
+    auto foreign = query_int(
+        "SELECT count(*) > 0 AND sum(name = 'schema_migrations' AND type = 'table') = 0 "
+        "FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'");
+    if (foreign.value_or(0) != 0)
       throw StoreError(path + ": a SQLite database, but not a syspilot store (it has tables "
                               "and no schema_migrations); pass --db FILE to use another file");
     exec("PRAGMA foreign_keys = ON");
     if (!read_only_) {
-      auto mode = query_text("PRAGMA journal_mode = WAL");
+      // Switching to WAL needs the exclusive lock, and SQLite answers SQLITE_BUSY at once,
+      // without the busy handler, while another process is creating the same file: retry
+      // until the busy timeout.
+      std::optional<std::string> mode;
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(opts.busy_timeout_ms);
+      for (;;) {
+        try {
+          mode = query_text("PRAGMA journal_mode = WAL");
+          break;
+        } catch (const StoreError&) {
+          if ((sqlite3_extended_errcode(db_) & 0xff) != SQLITE_BUSY ||
+              std::chrono::steady_clock::now() >= deadline)
+            throw;
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+      }
       if (!mode || *mode != "wal")
         throw StoreError(path + ": cannot switch the database to WAL mode (journal mode is '" +
                          mode.value_or("?") + "'); use a local file system");

@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <filesystem>
 #include <functional>
+#include <thread>
 
 #include "tests/store/fixture.h"
 
@@ -270,6 +272,35 @@ TEST(BadFiles, ForeignSqliteDatabaseIsLeftAlone) {
   EXPECT_EQ(sqlite3_column_int(st, 0), 1);  // nothing added
   sqlite3_finalize(st);
   sqlite3_close(raw);
+}
+
+// A store being created by one process while another opens it: the second must never take the
+// half-made file for a foreign database (the check once read sqlite_master twice, and the first
+// process could commit schema_migrations between the two reads).
+TEST(BadFiles, StoreOpenedWhileAnotherCreatesItIsNotTakenForAForeignDatabase) {
+  TempDir dir;
+  for (int i = 0; i < 100; ++i) {
+    std::string path = dir.file("race" + std::to_string(i) + ".db");
+    std::string err, creator_err;
+    std::thread creator([&] {
+      try {
+        Store s(path);
+      } catch (const StoreError& e) {
+        creator_err = e.what();
+      }
+    });
+    while (!std::filesystem::exists(path)) std::this_thread::yield();
+    for (int k = 0; k < 20 && err.empty(); ++k) {
+      try {
+        Database db(path);
+      } catch (const StoreError& e) {
+        err = e.what();
+      }
+    }
+    creator.join();
+    ASSERT_EQ(err, "") << "attempt " << i;
+    ASSERT_EQ(creator_err, "") << "attempt " << i;
+  }
 }
 
 TEST(BadFiles, FolderMissingFileAndEmptyPath) {
