@@ -138,6 +138,14 @@ bool parse_regen_config(const json& j, const std::string& file, RegenConfig& out
       continue;
     }
     where = "library " + lib.name;
+    r.strings(lj, "overlays", where, lib.overlays);
+    for (auto& ov : lib.overlays) {
+      ov = r.resolve(ov);
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(ov, ec))
+        r.error(where + ".overlays", "no such overlay file: " + ov,
+                "give reviewed LPCL files, relative to the config file (e.g. corpus/overlays/" + lib.name + ".lpcl)");
+    }
     auto feeds = lj.find("feeds");
     if (feeds == lj.end() || !feeds->is_array() || feeds->empty()) {
       r.error(where, "needs a non-empty \"feeds\" array");
@@ -403,17 +411,33 @@ ReleaseOutcome build_release(store::Store& st, const SourcePolicy& policy, const
   if (!fetch_source(req.source, policy, src, o.diags, cancelled, [&](const std::string& l) { say("fetch", 0.1, l); }))
     return finish(is_cancelled() ? "cancelled" : "failed");
   o.source = src.describe;
+  // The input is the source and the overlays: a changed overlay rebuilds the contract (the
+  // facts, which depend on the source alone, are reused).
   o.input_digest = src.digest;
+  if (!req.overlays.empty()) {
+    std::string all = src.digest;
+    for (const auto& ov : req.overlays) {
+      std::ifstream in(ov, std::ios::binary);
+      std::stringstream bytes;
+      if (!in || !(bytes << in.rdbuf())) {
+        o.diags.error(SourceLoc{ov, 0, 0}, "cannot read the overlay", "overlay-unreadable",
+                      "fix the library's \"overlays\" in the regeneration config");
+        return finish("failed");
+      }
+      all += "\n" + store::sha256_hex(bytes.str());
+    }
+    o.input_digest = store::sha256_hex(all);
+  }
 
   store::Database& db = st.db();
   if (!req.force) {
     auto built = db.query_text(
         "SELECT contract_digest FROM service_inputs WHERE library = ?1 AND version = ?2 AND input_digest = ?3",
-        req.library, req.version, src.digest);
+        req.library, req.version, o.input_digest);
     if (built) {
       auto rec = st.get_contract(req.library, req.version);
       if (rec && rec->digest == *built) {
-        say("done", 1, "unchanged input " + src.digest.substr(0, 24) + ": nothing to redo");
+        say("done", 1, "unchanged input " + o.input_digest.substr(0, 24) + ": nothing to redo");
         o.input_cached = true;
         o.contract_digest = rec->digest;
         o.revision = rec->revision;
@@ -464,6 +488,7 @@ ReleaseOutcome build_release(store::Store& st, const SourcePolicy& policy, const
   so.library = req.library;
   so.version = req.version;
   so.llm = req.llm;
+  so.overlays = req.overlays;
   so.cancelled = cancelled;
   so.progress = [&](const std::string& l) { say("synthesize", 0.6, l); };
   say("synthesize", 0.5, req.llm ? "drafting with " + req.llm->model : "drafting offline");
@@ -504,7 +529,7 @@ ReleaseOutcome build_release(store::Store& st, const SourcePolicy& policy, const
   o.revision = rec->revision;
   db.prepare("INSERT OR REPLACE INTO service_inputs(library, version, input_digest, contract_digest, source) "
              "VALUES (?1, ?2, ?3, ?4, ?5)")
-      .bind_all(req.library, req.version, src.digest, rec->digest, src.describe)
+      .bind_all(req.library, req.version, o.input_digest, rec->digest, src.describe)
       .run();
   diff_with_previous(st, o, rec->lpcl);
   say("done", 1, "stored " + req.library + " " + req.version + " revision " + std::to_string(rec->revision));
@@ -640,7 +665,7 @@ RegenReport regenerate(store::Store& st, const RegenConfig& cfg, const std::stri
         report.outcomes.push_back(std::move(o));
         continue;
       }
-      ReleaseRequest req{lib.name, r.version, r.source, cfg.llm, false};
+      ReleaseRequest req{lib.name, r.version, r.source, cfg.llm, false, lib.overlays};
       report.outcomes.push_back(build_release(st, policy, req, cancelled, progress));
     }
     if (fresh == 0) report.up_to_date.push_back(lib.name);

@@ -36,6 +36,9 @@ struct Feed {
 struct TrackedLibrary {
   std::string name;
   std::vector<Feed> feeds;
+  // Reviewed corrections (LPCL files, statements marked origin manual) applied to every
+  // release's contract after validation, as `syspilot synth --overlay` does.
+  std::vector<std::string> overlays;
 };
 
 struct RegenConfig {
@@ -74,6 +77,7 @@ struct ReleaseRequest {
   SourceSpec source;
   std::optional<synth::LlmConfig> llm;
   bool force = false;  // rebuild even when the same input built the stored contract
+  std::vector<std::string> overlays;  // applied after validation; part of the input digest
 };
 
 struct ReleaseOutcome {

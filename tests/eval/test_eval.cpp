@@ -409,6 +409,15 @@ TEST(Report, MissedRunsTargetNamesTheAnalysisRuns) {
   // Nobody within 5%: said of every tuner.
   md = report_of(session("syspilot", 99, 2), session("random", 99, 0));
   EXPECT_NE(md.find("does not come within 5% in 50 runs, nor does any general-purpose tuner's"), std::string::npos) << md;
+  EXPECT_EQ(md.find("Within reach of any tuner"), std::string::npos) << md;
+  // A general tuner within 5% in 2 runs and at 1.00 at 10 runs: no tuner could meet either target,
+  // and the report says so with the scenario.
+  md = report_of(session("syspilot", 3, 2), session("random", 2, 0));
+  EXPECT_NE(md.find("the runs target on 0/1, the 1.2x target on 0/1"), std::string::npos) << md;
+  EXPECT_NE(md.find("fewer than 3 runs (two_causes), so \"every scenario\" cannot be met"), std::string::npos) << md;
+  EXPECT_NE(md.find("within 1.2x of the best at 10 runs (two_causes), so \"at least half\" cannot be met"),
+            std::string::npos)
+      << md;
 }
 
 TEST(Cli, ReplayPrintsSummaryAndRejectsBadInput) {

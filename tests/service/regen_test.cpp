@@ -3,6 +3,8 @@
 // extraction and no LLM call, and the configuration rejects what it cannot use.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "extract/extract.h"
@@ -83,7 +85,7 @@ TEST_F(Regen, UnchangedInputCostsNoExtractionAndNoLlmCall) {
   llm.fallback(testsupport::ScriptedReply::answer("```lpcl\n" + draft + "\n```"));
 
   store::Store st = open_store(tmp.str("db.sqlite"));
-  ReleaseRequest req{"foo", "1.0.0", spec, synth::LlmConfig{}, false};
+  ReleaseRequest req{"foo", "1.0.0", spec, synth::LlmConfig{}, false, {}};
   req.llm->url = llm.url();
   req.llm->model = "test-model";
   ReleaseOutcome first = build_release(st, policy, req);
@@ -145,6 +147,57 @@ TEST_F(Regen, FailedFetchIsReportedAndOthersGoOn) {
   EXPECT_EQ(r.outcomes.size(), 2u) << r.summary();
 }
 
+// A library's reviewed overlay is applied to every release it builds; the overlay is part of
+// the input, so editing it rebuilds the contract (from the cached facts) where an unchanged
+// input would be skipped.
+TEST_F(Regen, OverlaysAreAppliedAndAnEditedOverlayRebuilds) {
+  std::string overlay = tmp.str("foo.lpcl");
+  auto write_overlay = [&](int max_threads) {
+    std::ofstream(overlay) << "# Reviewed against foo's README.\n"
+                              "contract foo \"1.0.0\" {\n"
+                              "  control FOO_NUM_THREADS : env int in [1, "
+                           << max_threads
+                           << "] default 4 read_at init sets cpu.threads;\n"
+                              "}\n"
+                              "# drop: control FOO_SPIN_TIMEOUT\n"
+                              "# drop: behavior spin_wait\n";
+  };
+  write_overlay(64);
+  RegenConfig cfg = config({{"libraries", {{{"name", "foo"},
+                                            {"overlays", {"foo.lpcl"}},
+                                            {"feeds", {{{"kind", "git"}, {"url", repo}}}}}}}});
+  ASSERT_EQ(cfg.libraries.at(0).overlays, std::vector<std::string>{overlay});
+  store::Store st = open_store(tmp.str("db.sqlite"));
+  RegenReport r = regenerate(st, cfg);
+  ASSERT_FALSE(r.failed()) << r.summary();
+  ASSERT_EQ(r.outcomes.size(), 2u) << r.summary();
+  EXPECT_TRUE(r.outcomes[1].converged) << r.outcomes[1].diags.str();
+  for (const char* v : {"1.0.0", "1.1.0"}) {
+    auto rec = st.get_contract("foo", v);
+    ASSERT_TRUE(rec) << v;
+    EXPECT_NE(rec->lpcl.find("in [1, 64]"), std::string::npos) << rec->lpcl;
+    EXPECT_EQ(rec->lpcl.find("FOO_SPIN_TIMEOUT"), std::string::npos) << rec->lpcl;
+  }
+  // The dropped control is no change between the releases.
+  EXPECT_EQ(lpcl::to_text(r.outcomes[1].diff).find("FOO_SPIN_TIMEOUT"), std::string::npos);
+
+  SourcePolicy policy = policy_of(cfg);
+  SourceSpec spec;
+  spec.kind = SourceSpec::Kind::Git;
+  spec.url = repo;
+  spec.ref = "v1.1.0";
+  ReleaseRequest req{"foo", "1.1.0", spec, std::nullopt, false, cfg.libraries[0].overlays};
+  ReleaseOutcome same = build_release(st, policy, req);
+  EXPECT_EQ(same.status, "unchanged") << same.diags.str();
+  write_overlay(32);
+  ReleaseOutcome edited = build_release(st, policy, req);
+  ASSERT_EQ(edited.status, "stored") << edited.diags.str();
+  EXPECT_TRUE(edited.facts_cached);
+  EXPECT_NE(edited.input_digest, same.input_digest);
+  EXPECT_NE(edited.contract_digest, same.contract_digest);
+  EXPECT_NE(st.get_contract("foo", "1.1.0")->lpcl.find("in [1, 32]"), std::string::npos);
+}
+
 TEST(RegenConfig, RejectsWhatItCannotUse) {
   auto errors = [](const json& j) {
     RegenConfig cfg;
@@ -162,6 +215,9 @@ TEST(RegenConfig, RejectsWhatItCannotUse) {
             std::string::npos);
   EXPECT_NE(errors({{"libraries", {{{"name", "x"}, {"feeds", {{{"kind", "git"}, {"url", "u"}, {"tag_pattern", "("}}}}}}}})
                 .find("invalid regular expression"),
+            std::string::npos);
+  EXPECT_NE(errors({{"libraries", {{{"name", "x"}, {"overlays", {"overlays/x.lpcl"}}, {"feeds", {{{"kind", "git"}, {"url", "u"}}}}}}}})
+                .find("no such overlay file: /etc/syspilot/overlays/x.lpcl"),
             std::string::npos);
   // Relative paths resolve against the config file.
   RegenConfig cfg;
