@@ -27,10 +27,10 @@ bool numeric(const std::string& s) {
 }
 }  // namespace
 
-std::string scenarios_dir() { return env_or("SYSPILOT_EVAL_SCENARIOS", std::string(SYSPILOT_SOURCE_DIR) + "/eval/scenarios"); }
+std::string scenarios_dir() { return env_or("SYSPILOT_EVAL_SCENARIOS", std::string(checkout_dir()) + "/eval/scenarios"); }
 std::string programs_dir() { return env_or("SYSPILOT_EVAL_PROGRAMS", SYSPILOT_EVAL_PROGRAMS_DIR); }
-std::string data_dir() { return env_or("SYSPILOT_EVAL_DATA", std::string(SYSPILOT_SOURCE_DIR) + "/eval/data"); }
-std::string corpus_dir() { return env_or("SYSPILOT_CORPUS_DIR", std::string(SYSPILOT_SOURCE_DIR) + "/corpus"); }
+std::string data_dir() { return env_or("SYSPILOT_EVAL_DATA", std::string(checkout_dir()) + "/eval/data"); }
+std::string corpus_dir() { return env_or("SYSPILOT_CORPUS_DIR", std::string(checkout_dir()) + "/corpus"); }
 
 std::vector<Scenario> load_scenarios(const std::string& dir, Diagnostics& diags) {
   std::vector<Scenario> out;

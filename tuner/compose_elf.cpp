@@ -253,7 +253,7 @@ bool is_base_library(const std::string& soname) {
 std::string rules_dir_or_default(const std::string& dir) {
   if (!dir.empty()) return dir;
   if (const char* e = std::getenv("SYSPILOT_RULES_DIR"); e && *e) return e;
-  return SYSPILOT_RULES_DIR;
+  return std::string(SYSPILOT_SOURCE_DIR) + "/tuner/rules";
 }
 
 }  // namespace syspilot::tuner::compose_detail

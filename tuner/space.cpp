@@ -567,10 +567,12 @@ std::map<std::string, std::string> environment_for(const Space& space, const Con
 std::string shim_path() {
   if (const char* s = std::getenv("SYSPILOT_SHIM"); s && *s) return s;
   std::error_code ec;
-  // Next to the running executable's build tree, then the usual build folders of the source tree.
+  // Installed (PREFIX/lib/syspilot beside PREFIX/bin/syspilot), next to the running executable's
+  // build tree, then the usual build folders of the source tree.
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   std::vector<std::filesystem::path> candidates;
   if (!ec) {
+    candidates.push_back(self.parent_path().parent_path() / "lib/syspilot/libsyspilot_shim.so");
     for (auto d = self.parent_path(); !d.empty() && d != d.root_path(); d = d.parent_path()) {
       candidates.push_back(d / "tuner/shim/libsyspilot_shim.so");
       if (candidates.size() > 4) break;

@@ -3,6 +3,7 @@
 // interference under OMP_WAIT_POLICY=active, a calm program, a crash, a hang, and the CLI.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -172,6 +173,33 @@ TEST(AnalyzeCli, JsonFollowsTheDocumentedSchema) {
   EXPECT_EQ(r.rc, confirmed ? 1 : 0);
   EXPECT_GT(j["signals"]["wall_s"].get<double>(), 0);
 }
+
+#ifdef SYSPILOT_CMAKE
+// `cmake --install` gives a syspilot that reads its corpus and rules from PREFIX/share/syspilot,
+// not from the checkout it was built from, and has the preload shim beside it.
+TEST(AnalyzeCli, InstalledCommandReadsItsOwnData) {
+  namespace fs = std::filesystem;
+  fs::path prefix = fs::temp_directory_path() / ("syspilot-install-" + std::to_string(::getpid()));
+  fs::remove_all(prefix);
+  Cmd in = sh(std::string(SYSPILOT_CMAKE) + " --install " + SYSPILOT_BUILD_DIR + " --prefix " + prefix.string());
+  ASSERT_EQ(in.rc, 0) << in.out;
+  EXPECT_TRUE(fs::exists(prefix / "lib/syspilot/libsyspilot_shim.so"));
+  std::string cmd = "env -u SYSPILOT_DATA_DIR -u SYSPILOT_RULES_DIR -u SYSPILOT_CORPUS_DIR SYSPILOT_DB=" +
+                    (prefix / "none.db").string() + " " + (prefix / "bin/syspilot").string() +
+                    " analyze --no-profile --no-synth -- " + program("tbb_omp");
+  Cmd r = sh(cmd);
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find((prefix / "share/syspilot/corpus/libgomp.lpcl").string()), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(std::string(SYSPILOT_SOURCE_DIR) + "/corpus/"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Co-run oversubscription"), std::string::npos) << r.out;
+  // The rules it reads are the installed ones: without them it says where it looked.
+  fs::remove_all(prefix / "share/syspilot/tuner/rules");
+  r = sh("(" + cmd + " 2>&1)");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find((prefix / "share/syspilot/tuner/rules").string()), std::string::npos) << r.out;
+  fs::remove_all(prefix);
+}
+#endif
 
 TEST(AnalyzeCli, BadInputIsAUsageError) {
   std::string cli = SYSPILOT_CLI;
