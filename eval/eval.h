@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lpcl/diagnostics.h"
+#include "tuner/run.h"
 #include "tuner/search.h"
 
 namespace syspilot::eval {
@@ -118,7 +119,7 @@ std::string contracts_digest(const std::string& corpus_dir, std::vector<std::str
 std::string corpus_dir();
 
 // Outside load guard: CPU busy time of the whole machine from /proc/stat.
-double machine_busy_seconds();
+using tuner::machine_busy_seconds;
 
 struct MeasureOptions {
   int repeats = 3;

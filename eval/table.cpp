@@ -191,13 +191,4 @@ std::string contracts_digest(const std::string& dir, std::vector<std::string>* f
   return hex;
 }
 
-double machine_busy_seconds() {
-  std::ifstream in("/proc/stat");
-  std::string cpu;
-  long long user = 0, nice = 0, sys = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
-  in >> cpu >> user >> nice >> sys >> idle >> iowait >> irq >> softirq >> steal;
-    // Steal counts as outside load: another guest held the host CPU meanwhile.
-  return static_cast<double>(user + nice + sys + irq + softirq + steal) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
 }  // namespace syspilot::eval

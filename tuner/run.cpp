@@ -500,4 +500,12 @@ RunResult run(const RunSpec& spec) {
   return r;
 }
 
+double machine_busy_seconds() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  long long user = 0, nice = 0, sys = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  in >> cpu >> user >> nice >> sys >> idle >> iowait >> irq >> softirq >> steal;
+  return static_cast<double>(user + nice + sys + irq + softirq + steal) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 }  // namespace syspilot::tuner

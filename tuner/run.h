@@ -63,4 +63,9 @@ RunResult run(const RunSpec& spec);
 // Number of CPUs this process may run on (sched_getaffinity), at least 1.
 int online_cpus();
 
+// CPU seconds the whole machine has spent busy since boot (/proc/stat; steal counts: another
+// guest held the host CPU meanwhile). The difference over a run, less the run's own CPU time,
+// per wall second, is the outside load it ran beside.
+double machine_busy_seconds();
+
 }  // namespace syspilot::tuner

