@@ -461,9 +461,13 @@ TEST(Live, SpotCheckAgreesWithTheTable) {
     load.push_back(b.outside_load);
   }
   // The table was measured with at most t.max_load cores of outside work; a machine busier
-  // than that measures something else (MEASUREMENT.md), so the comparison is not made.
-  if (tuner::median(load) > std::max(t.max_load, 0.5))
-    GTEST_SKIP() << "outside load " << tuner::median(load) << " cores during the spot check";
+  // than that measures something else (MEASUREMENT.md), so the comparison is not made. (A
+  // nice-19 busy loop shows as about 0.4 cores here and takes the CPUs that passive waiting
+  // frees: the table's best then runs slower than the default.)
+  double outside = tuner::median(load);
+  if (outside > (t.max_load > 0 ? t.max_load : 0.3))
+    GTEST_SKIP() << "outside load " << outside << " cores during the spot check";
+  std::cout << "outside load during the spot check: median " << outside << " cores\n";
 
   std::map<std::string, Table> tables{{s.name, t}};
   CompareOptions o;
