@@ -1,6 +1,4 @@
 // Where the data files live, the one place the checkout path is compiled in (see lpcl/source_dir.h).
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <string>

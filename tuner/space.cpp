@@ -575,7 +575,7 @@ std::string shim_path() {
     candidates.push_back(self.parent_path().parent_path() / "lib/syspilot/libsyspilot_shim.so");
     for (auto d = self.parent_path(); !d.empty() && d != d.root_path(); d = d.parent_path()) {
       candidates.push_back(d / "tuner/shim/libsyspilot_shim.so");
-      if (candidates.size() > 4) break;
+      if (candidates.size() > 5) break;
     }
   }
   candidates.push_back(std::filesystem::path(SYSPILOT_SOURCE_DIR) / "build/tuner/shim/libsyspilot_shim.so");
