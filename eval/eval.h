@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "lpcl/diagnostics.h"
-#include "tuner/run.h"
 #include "tuner/search.h"
 
 namespace syspilot::eval {
@@ -117,9 +116,6 @@ std::map<std::string, std::string> describe_machine();
 // sha256 over the contract files (sorted by name; name and content); files listed in `files`.
 std::string contracts_digest(const std::string& corpus_dir, std::vector<std::string>* files = nullptr);
 std::string corpus_dir();
-
-// Outside load guard: CPU busy time of the whole machine from /proc/stat.
-using tuner::machine_busy_seconds;
 
 struct MeasureOptions {
   int repeats = 3;

@@ -34,9 +34,9 @@ Run run_once(const Scenario& s, const Config& c) {
   spec.sample_interval_s = 0;  // no sampler: the wall time is the measurement
   spec.perf = false;
   spec.output_cap = 4096;
-  double busy0 = machine_busy_seconds();
+  double busy0 = tuner::machine_busy_seconds();
   tuner::RunResult r = tuner::run(spec);
-  double busy1 = machine_busy_seconds();
+  double busy1 = tuner::machine_busy_seconds();
   Run out;
   out.ok = r.ok();
   out.failure = r.failure;
