@@ -2,6 +2,7 @@
 // (one regeneration run for cron: exit status, summary, Markdown changelog).
 // Registered only when synthesis is part of the build (see service/CMakeLists.txt).
 #ifdef SYSPILOT_HAVE_SERVICE_PIPELINE
+#include <algorithm>
 #include <CLI/CLI.hpp>
 #include <fstream>
 #include <iostream>
@@ -53,7 +54,23 @@ const CommandRegistration serve_registration(80, [](CLI::App& app, Context& ctx)
   serve->add_option("--work-dir", o.work_dir, "where fetched sources are cached (default: beside the store)");
   serve->add_option("--workers", o.workers, "jobs running at once")->capture_default_str();
   serve->add_option("--queue", o.queue_capacity, "jobs waiting before POST answers 429")->capture_default_str();
-  serve->add_option("--http-threads", o.http_threads, "connections served at once")->capture_default_str();
+  serve->add_option("--max-connections,--http-threads", o.limits.max_connections,
+                    "connections open at once (503 beyond)")
+      ->capture_default_str();
+  serve->add_option("--max-client-connections", o.limits.max_per_client,
+                    "connections open at once from one address (503 beyond)")
+      ->capture_default_str();
+  serve->add_option("--proxy-addr", o.limits.uncapped_clients,
+                    "address of a reverse proxy on this host, exempt from --max-client-connections (repeatable; "
+                    "'none': cap every address)")
+      ->capture_default_str();
+  serve->add_option("--header-timeout", o.limits.header_timeout_s,
+                    "seconds from a request's first byte (or TLS hello) to the end of its head (408 beyond)")
+      ->capture_default_str();
+  serve->add_option("--idle-timeout", o.limits.idle_timeout_s, "seconds a keep-alive connection may wait idle")
+      ->capture_default_str();
+  serve->add_option("--body-timeout", o.limits.body_timeout_s, "seconds from the end of a head to the end of its body")
+      ->capture_default_str();
   serve->add_option("--max-body", o.limits.max_body_bytes, "largest request body in bytes (413 beyond)")
       ->capture_default_str();
   serve->add_option("--max-header-bytes", o.limits.max_header_bytes, "all request headers together (431 beyond)")
@@ -109,6 +126,8 @@ const CommandRegistration serve_registration(80, [](CLI::App& app, Context& ctx)
       if (args->o.regen_config.empty()) throw UsageError("--regen-every needs --regen-config FILE");
     }
     args->o.db_path = db_or_default(args->o.db_path);
+    auto& proxies = args->o.limits.uncapped_clients;
+    proxies.erase(std::remove(proxies.begin(), proxies.end(), std::string("none")), proxies.end());
     bool tls = !args->o.tls_cert.empty();
     std::string host = args->o.host;
     ctx.exit_code = service::serve_until_signalled(args->o, [tls, host](int port) {

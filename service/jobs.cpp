@@ -78,7 +78,7 @@ class Context : public JobContext {
     }
     st_.db()
         .prepare("UPDATE service_jobs SET stage = ?2, progress = ?3, log = ?4 WHERE id = ?1")
-        .bind_all(id_, stage, fraction, json(log_).dump())
+        .bind_all(id_, stage, fraction, json(log_).dump(-1, ' ', false, json::error_handler_t::replace))
         .run();
   }
   store::Store& store() override { return st_; }
@@ -137,7 +137,7 @@ JobQueue::Submit JobQueue::submit(const std::string& kind, const std::string& li
       .db()
       .prepare("INSERT INTO service_jobs(id, kind, library, version, request, state) VALUES (?1, ?2, ?3, ?4, ?5, "
                "'queued')")
-      .bind_all(id, kind, library, version, request.dump())
+      .bind_all(id, kind, library, version, request.dump(-1, ' ', false, json::error_handler_t::replace))
       .run();
   if (!secrets.is_null() && !secrets.empty()) secrets_[id] = secrets;
   queue_.push_back(id);
@@ -267,8 +267,10 @@ void JobQueue::run_one(store::Store& st, const std::string& id) {
                                "'succeeded' THEN 1 ELSE progress END, diagnostics = ?3, result = ?4, "
                                "finished_at = ") +
                    kNow + " WHERE id = ?1")
-          .bind_all(id, outcome, to_json(diags).dump(), result.is_null() ? std::string("null") : result.dump())
+          .bind_all(id, outcome, to_json(diags).dump(-1, ' ', false, json::error_handler_t::replace),
+                    result.is_null() ? std::string("null") : result.dump(-1, ' ', false, json::error_handler_t::replace))
           .run();
+      if (opts_.on_finished) opts_.on_finished(kind, outcome);
     }
   }
   busy_--;

@@ -52,6 +52,8 @@ class JobQueue {
     int workers = 2;
     int capacity = 16;
     int max_attempts = 3;  // a job interrupted this many times (crashes) fails instead of resuming
+    // Called once per job that reaches a final state (not for one put back by a shutdown).
+    std::function<void(const std::string& kind, const std::string& state)> on_finished;
   };
   JobQueue(Options opts, std::map<std::string, JobRunner> runners);
   ~JobQueue();

@@ -3,7 +3,11 @@
 #include <httplib.h>
 #include <signal.h>
 
+#include <sys/resource.h>
+
+#include <atomic>
 #include <condition_variable>
+#include <random>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -11,6 +15,7 @@
 
 #include "lpcl/lpcl.h"
 #include "service/compose.h"
+#include "service/connection.h"
 #include "service/jobs.h"
 #include "service/json_forms.h"
 #include "service/metrics.h"
@@ -28,7 +33,95 @@ namespace syspilot::service {
 namespace {
 
 thread_local std::string t_route;  // set by the matched route, read by the logger
+thread_local std::string t_request_id;
 thread_local std::chrono::steady_clock::time_point t_start;
+
+// Every response is dumped with invalid UTF-8 replaced: messages quote what clients sent.
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// At most `n` bytes of `s`, cut before a character rather than inside one.
+std::string truncate_utf8(const std::string& s, size_t n) {
+  if (s.size() <= n) return s;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return s.substr(0, n) + "...";
+}
+
+// A field of the access log: printable ASCII as is, everything else escaped, so that a
+// request cannot write a line of its own.
+std::string log_field(const std::string& s, size_t max = 512) {
+  static const char* hex = "0123456789abcdef";
+  std::string o;
+  for (size_t i = 0; i < s.size() && o.size() < max; ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x21 && c < 0x7f && c != '\\' && c != '"') {
+      o += static_cast<char>(c);
+    } else {
+      o += "\\x";
+      o += hex[c >> 4];
+      o += hex[c & 15];
+    }
+  }
+  return o;
+}
+
+// Nesting depth of a JSON text (outside strings), counted before parsing, so that no deep
+// value reaches a recursive walk. Stops counting past `limit`.
+size_t json_depth(const std::string& text, size_t limit) {
+  size_t depth = 0, deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+      if (deepest > limit) return deepest;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+std::string new_request_id() {
+  static std::atomic<unsigned long long> counter{0};
+  static const unsigned long long salt = std::random_device{}();
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "req_%06llx%08llx", salt & 0xffffff, ++counter);
+  return buf;
+}
+
+bool iequals_prefix(const std::string& s, const std::string& prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (size_t i = 0; i < prefix.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(s[i])) != std::tolower(static_cast<unsigned char>(prefix[i])))
+      return false;
+  return true;
+}
+
+// A route pattern of literal segments and "{name}" segments that match one non-empty segment;
+// matched without regular expressions, before anything else looks at the request.
+bool path_matches(const std::string& pattern, const std::string& path) {
+  size_t p = 0, q = 0;
+  while (p < pattern.size() && q < path.size()) {
+    if (pattern[p] == '{') {
+      size_t close = pattern.find('}', p);
+      size_t seg = path.find('/', q);
+      if (seg == q) return false;
+      p = close + 1;
+      q = seg == std::string::npos ? path.size() : seg;
+      continue;
+    }
+    if (pattern[p] != path[q]) return false;
+    ++p;
+    ++q;
+  }
+  return p == pattern.size() && q == path.size();
+}
 
 const std::regex kNameRe("^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$");
 const std::regex kVersionRe("^[A-Za-z0-9][A-Za-z0-9._+~:-]{0,127}$");
@@ -39,13 +132,14 @@ void send_error(httplib::Response& res, int status, const std::string& code, con
   json e = {{"code", code}, {"message", message}};
   if (!hint.empty()) e["hint"] = hint;
   if (!diagnostics.is_null()) e["diagnostics"] = diagnostics;
+  if (!t_request_id.empty()) e["request_id"] = t_request_id;
   res.status = status;
-  res.set_content(json{{"error", e}}.dump(), "application/json");
+  res.set_content(dump(json{{"error", e}}), "application/json");
 }
 
 void send_json(httplib::Response& res, int status, const json& j) {
   res.status = status;
-  res.set_content(j.dump(), "application/json");
+  res.set_content(dump(j), "application/json");
 }
 
 const char* default_code(int status) {
@@ -55,6 +149,8 @@ const char* default_code(int status) {
     case 403: return "forbidden";
     case 404: return "not-found";
     case 405: return "method-not-allowed";
+    case 408: return "request-timeout";
+    case 411: return "length-required";
     case 413: return "payload-too-large";
     case 414: return "uri-too-long";
     case 429: return "too-many-requests";
@@ -96,7 +192,8 @@ struct Service::Impl {
   std::optional<synth::LlmConfig> default_llm;
   Metrics metrics;
   std::unique_ptr<JobQueue> jobs;
-  std::unique_ptr<httplib::Server> http;
+  std::unique_ptr<GuardedServer> http;
+  SSL_CTX* tls = nullptr;
   std::thread listener;
   std::thread regen_timer;
   std::mutex mu;
@@ -106,11 +203,22 @@ struct Service::Impl {
   int port = 0;
 
   using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
+  struct RouteInfo {
+    std::string method, label;  // label: the pattern, "/v1/jobs/{id}"
+    std::optional<Scope> need;
+  };
+  std::vector<RouteInfo> route_table;  // what the pre-routing handler authorizes against
 
   // --- auth -----------------------------------------------------------------------------
   bool authorize(const httplib::Request& req, httplib::Response& res, Scope need) {
     if (need == Scope::Read && opts.public_read) return true;
     std::string h = req.get_header_value("Authorization");
+    // The scheme is case-insensitive (RFC 9110 11.1); the token follows after spaces.
+    if (iequals_prefix(h, "Bearer ")) {
+      size_t t = 7;
+      while (t < h.size() && h[t] == ' ') ++t;
+      h = "Bearer " + h.substr(t);
+    }
     if (h.empty()) {
       res.set_header("WWW-Authenticate", "Bearer realm=\"syspilot\"");
       send_error(res, 401, "unauthorized", "this endpoint needs a bearer token",
@@ -139,20 +247,76 @@ struct Service::Impl {
 
   void route(const std::string& method, const std::string& pattern, const std::string& label,
              std::optional<Scope> need, Handler h) {
-    auto wrapped = [this, label, need, h](const httplib::Request& req, httplib::Response& res) {
+    route_table.push_back({method, label, need});
+    // Authorization happened in the pre-routing handler, before the body was read.
+    auto wrapped = [this, label, h](const httplib::Request& req, httplib::Response& res) {
       t_route = label;
       try {
-        if (need && !authorize(req, res, *need)) return;
         h(req, res);
       } catch (const store::StoreError& e) {
         send_error(res, 503, "store-unavailable", e.what(), "check the database file and retry");
       } catch (const std::exception& e) {
-        send_error(res, 500, "internal", e.what());
+        internal_error(req, res, e.what());
+      } catch (...) {
+        internal_error(req, res, "unknown exception");
       }
     };
     if (method == "GET") http->Get(pattern, wrapped);
     else if (method == "POST") http->Post(pattern, wrapped);
     else if (method == "DELETE") http->Delete(pattern, wrapped);
+  }
+
+  // Answers 500 with the request id and logs what happened under that id; the client learns
+  // nothing of the server's internals.
+  void internal_error(const httplib::Request& req, httplib::Response& res, const std::string& what) {
+    res.headers.erase("Content-Length");
+    std::cerr << "syspilot serve: " << t_request_id << " " << log_field(req.method) << " " << log_field(req.path)
+              << ": internal error: " << log_field(what, 2000) << "\n";
+    send_error(res, 500, "internal", "internal error while serving this request",
+               "report the request id " + t_request_id + "; the server's log has the details");
+  }
+
+  // Checks a request before its body is read: the route, length framing and the token.
+  // Returns false with the response set (and the connection marked to close).
+  bool screen(const httplib::Request& req, httplib::Response& res) {
+    const RouteInfo* info = nullptr;
+    for (auto& r : route_table)
+      if (r.method == req.method && path_matches(r.label, req.path)) {
+        info = &r;
+        break;
+      }
+    t_route = info ? info->label : "unmatched";
+    bool has_body_method = req.method == "POST" || req.method == "PUT" || req.method == "PATCH";
+    if (req.has_header("Transfer-Encoding")) {
+      send_error(res, 411, "length-required", "chunked or otherwise encoded request bodies are not accepted",
+                 "send the body with a Content-Length of at most " + std::to_string(opts.limits.max_body_bytes) +
+                     " bytes");
+      return false;
+    }
+    size_t length = 0;
+    if (req.has_header("Content-Length")) {
+      const std::string v = req.get_header_value("Content-Length");
+      bool digits = !v.empty() && v.size() <= 19 &&
+                    std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (!digits || req.get_header_value_count("Content-Length") != 1) {
+        send_error(res, 400, "bad-request", "the Content-Length header is not one decimal number");
+        return false;
+      }
+      length = std::stoull(v);
+    } else if (has_body_method) {
+      send_error(res, 411, "length-required", req.method + " needs a Content-Length header",
+                 "send Content-Length (0 for an empty body)");
+      return false;
+    }
+    if (length > opts.limits.max_body_bytes) {
+      send_error(res, 413, "payload-too-large",
+                 "the body has " + std::to_string(length) + " bytes; the limit is " +
+                     std::to_string(opts.limits.max_body_bytes),
+                 "send a smaller body (the server's --max-body)");
+      return false;
+    }
+    if (info && info->need && !authorize(req, res, *info->need)) return false;
+    return true;
   }
 
   // Parses a JSON object body; on failure answers 400 and returns false.
@@ -166,6 +330,12 @@ struct Service::Impl {
     if (req.body.empty()) {
       out = json::object();
       return true;
+    }
+    if (json_depth(req.body, opts.limits.max_json_depth) > opts.limits.max_json_depth) {
+      send_error(res, 400, "too-deep",
+                 "the body nests arrays and objects deeper than " + std::to_string(opts.limits.max_json_depth),
+                 "send a flatter JSON object");
+      return false;
     }
     try {
       out = json::parse(req.body);
@@ -342,6 +512,10 @@ struct Service::Impl {
                  d.items().empty() ? "" : d.items().front().hint, to_json(d));
       return;
     }
+    if (body.contains("force") && !body["force"].is_boolean()) {
+      send_error(res, 400, "bad-request", "'force' must be true or false");
+      return;
+    }
     json request = {{"library", lib}, {"version", ver}, {"source", to_json(src)},
                     {"force", body.value("force", false)}};
     json secrets = json::object();
@@ -351,9 +525,19 @@ struct Service::Impl {
         send_error(res, 400, "bad-llm", "'llm' must be an object with a string 'url' (and 'model', 'api_key')");
         return;
       }
+      for (const char* k : {"model", "api_key"})
+        if (l.contains(k) && !l[k].is_string()) {
+          send_error(res, 400, "bad-llm", std::string("'llm.") + k + "' must be a string");
+          return;
+        }
+      if (l.contains("timeout_s") &&
+          (!l["timeout_s"].is_number() || l["timeout_s"].get<double>() <= 0 || l["timeout_s"].get<double>() > 3600)) {
+        send_error(res, 400, "bad-llm", "'llm.timeout_s' must be a number of seconds in (0, 3600]");
+        return;
+      }
       json llm = {{"url", l["url"]}, {"model", l.value("model", "")}};
-      if (l.contains("timeout_s") && l["timeout_s"].is_number()) llm["timeout_s"] = l["timeout_s"];
-      if (l.contains("api_key") && l["api_key"].is_string()) {
+      if (l.contains("timeout_s")) llm["timeout_s"] = l["timeout_s"];
+      if (l.contains("api_key")) {
         secrets["llm_api_key"] = l["api_key"];  // memory only: never persisted, logged or returned
         llm["api_key_given"] = true;
       }
@@ -472,6 +656,22 @@ struct Service::Impl {
 
   void compose(const httplib::Request& req, httplib::Response& res);
 
+  void build_http() {
+    // Each held connection takes a descriptor: ask for as many as the hard limit allows.
+    rlimit nofile{};
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+      nofile.rlim_cur = nofile.rlim_max;
+      setrlimit(RLIMIT_NOFILE, &nofile);
+    }
+    http = std::make_unique<GuardedServer>(opts.limits, tls);
+    // Room for every admitted connection plus the ones being refused.
+    size_t threads = opts.limits.max_connections + 64;
+    http->new_task_queue = [threads] { return new ElasticPool(threads); };
+    http->set_payload_max_length(opts.limits.max_body_bytes);
+    http->set_tcp_nodelay(true);
+    install_routes();
+  }
+
   // --- jobs -----------------------------------------------------------------------------
   std::optional<synth::LlmConfig> llm_for(JobContext& ctx, Diagnostics& diags) {
     const json& r = ctx.request();
@@ -556,26 +756,42 @@ struct Service::Impl {
   void install_routes() {
     http->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       t_start = std::chrono::steady_clock::now();
-      t_route = "unmatched";
-      size_t bytes = 0;
-      for (auto& [k, v] : req.headers) bytes += k.size() + v.size() + 4;
-      if (req.headers.size() > opts.limits.max_headers || bytes > opts.limits.max_header_bytes) {
-        send_error(res, 431, "headers-too-large",
-                   "request headers exceed the limit (" + std::to_string(req.headers.size()) + " fields, " +
-                       std::to_string(bytes) + " bytes; limit " + std::to_string(opts.limits.max_headers) +
-                       " fields, " + std::to_string(opts.limits.max_header_bytes) + " bytes)",
-                   "send fewer or smaller headers");
-        return httplib::Server::HandlerResponse::Handled;
+      t_request_id = new_request_id();
+      res.set_header("X-Request-Id", t_request_id);
+      try {
+        if (screen(req, res)) return httplib::Server::HandlerResponse::Unhandled;
+      } catch (const store::StoreError& e) {
+        send_error(res, 503, "store-unavailable", e.what(), "check the database file and retry");
+      } catch (...) {
+        internal_error(req, res, "while screening the request");
       }
-      return httplib::Server::HandlerResponse::Unhandled;
+      // Answered before the body was read: what the client still sends is not a request.
+      res.set_header("Connection", "close");
+      GuardedServer::close_after_response();
+      return httplib::Server::HandlerResponse::Handled;
     });
+    http->set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+      std::string what = "unknown exception";
+      try {
+        if (ep) std::rethrow_exception(ep);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      internal_error(req, res, what);
+    });
+    // Runs outside httplib's exception guard: it must not throw.
     http->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty()) return;
-      std::string msg = res.status == 404   ? "no such endpoint: " + req.method + " " + req.path.substr(0, 200)
-                        : res.status == 413 ? "request body too large"
-                                            : std::string("request failed with status ") + std::to_string(res.status);
-      std::string hint = res.status == 404 ? "see docs/service.md for the API" : "";
-      send_error(res, res.status, default_code(res.status), msg, hint);
+      try {
+        std::string msg = res.status == 404   ? "no such endpoint: " + req.method + " " + truncate_utf8(req.path, 200)
+                          : res.status == 413 ? "request body too large"
+                                              : std::string("request failed with status ") + std::to_string(res.status);
+        std::string hint = res.status == 404 ? "see docs/service.md for the API" : "";
+        send_error(res, res.status, default_code(res.status), msg, hint);
+      } catch (...) {
+        res.set_content("{\"error\":{\"code\":\"internal\",\"message\":\"internal error\"}}", "application/json");
+      }
     });
     http->set_logger([this](const httplib::Request& req, const httplib::Response& res) {
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
@@ -583,10 +799,15 @@ struct Service::Impl {
       if (t_start.time_since_epoch().count() == 0) secs = 0;
       metrics.observe_request(req.method, route, res.status, secs);
       if (opts.access_log)
-        std::cerr << req.remote_addr << " " << req.method << " " << req.path << " " << res.status << " "
-                  << static_cast<int>(secs * 1e6) << "us\n";
+        std::cerr << log_field(req.remote_addr) << " " << log_field(req.method, 16) << " " << log_field(req.path)
+                  << " " << res.status << " " << static_cast<int>(secs * 1e6) << "us " << t_request_id << "\n";
       t_route.clear();
+      t_request_id.clear();
     });
+    http->on_refused = [this](int status, const std::string& peer) {
+      metrics.observe_request("-", "refused", status, 0);
+      if (opts.access_log) std::cerr << log_field(peer) << " - - " << status << " refused\n";
+    };
     auto bind = [this](void (Impl::*m)(const httplib::Request&, httplib::Response&)) {
       return [this, m](const httplib::Request& q, httplib::Response& s) { (this->*m)(q, s); };
     };
@@ -622,7 +843,10 @@ void Service::Impl::compose(const httplib::Request& req, httplib::Response& res)
 // ---------------------------------------------------------------------------------------
 
 Service::Service(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Service::~Service() { stop(); }
+Service::~Service() {
+  stop();
+  free_tls_context(impl_->tls);
+}
 
 std::unique_ptr<Service> Service::create(ServiceOptions opts, Diagnostics& diags) {
   auto impl = std::make_unique<Impl>();
@@ -631,8 +855,10 @@ std::unique_ptr<Service> Service::create(ServiceOptions opts, Diagnostics& diags
     diags.error(SourceLoc{"--tls-cert", 0, 0}, "TLS needs both --tls-cert and --tls-key", "usage");
     return nullptr;
   }
-  if (opts.workers < 1 || opts.queue_capacity < 1 || opts.http_threads < 1) {
-    diags.error(SourceLoc{"options", 0, 0}, "workers, queue capacity and HTTP threads must be at least 1", "usage");
+  if (opts.workers < 1 || opts.queue_capacity < 1 || opts.limits.max_connections < 1 ||
+      opts.limits.max_per_client < 1) {
+    diags.error(SourceLoc{"options", 0, 0}, "workers, queue capacity and connection limits must be at least 1",
+                "usage");
     return nullptr;
   }
   try {
@@ -661,7 +887,8 @@ std::unique_ptr<Service> Service::create(ServiceOptions opts, Diagnostics& diags
   impl->default_llm = synth::llm_config_from_env();
   impl->opts = std::move(opts);
   Impl* p = impl.get();
-  JobQueue::Options jo{p->opts.db_path, p->opts.workers, p->opts.queue_capacity, 3};
+  JobQueue::Options jo{p->opts.db_path, p->opts.workers, p->opts.queue_capacity, 3,
+                      [p](const std::string& kind, const std::string& state) { p->metrics.add_job_outcome(kind, state); }};
   impl->jobs = std::make_unique<JobQueue>(
       jo, std::map<std::string, JobRunner>{
               {"synthesize", [p](JobContext& c, Diagnostics& d) { return p->run_synthesize(c, d); }},
@@ -672,30 +899,21 @@ std::unique_ptr<Service> Service::create(ServiceOptions opts, Diagnostics& diags
 bool Service::start(Diagnostics& diags) {
   Impl& m = *impl_;
   if (!m.opts.tls_cert.empty()) {
-    auto ssl = std::make_unique<httplib::SSLServer>(m.opts.tls_cert.c_str(), m.opts.tls_key.c_str());
-    if (!ssl->is_valid()) {
-      diags.error(SourceLoc{m.opts.tls_cert, 0, 0}, "cannot load the TLS certificate or key", "tls",
+    std::string why;
+    m.tls = make_tls_context(m.opts.tls_cert, m.opts.tls_key, why);
+    if (!m.tls) {
+      diags.error(SourceLoc{m.opts.tls_cert, 0, 0}, why, "tls",
                   "give PEM files: --tls-cert CERT.pem --tls-key KEY.pem (the key must match the certificate)");
       return false;
     }
-    m.http = std::move(ssl);
-  } else {
-    m.http = std::make_unique<httplib::Server>();
   }
-  int threads = m.opts.http_threads;
-  m.http->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  m.http->set_payload_max_length(m.opts.limits.max_body_bytes);
-  m.http->set_keep_alive_max_count(10000);
-  m.http->set_keep_alive_timeout(5);
-  m.http->set_read_timeout(30);
-  m.http->set_write_timeout(30);
-  m.http->set_tcp_nodelay(true);
-  m.install_routes();
+  if (!m.http) m.build_http();
   if (m.opts.port == 0) {
     m.port = m.http->bind_to_any_port(m.opts.host);
   } else {
     m.port = m.http->bind_to_port(m.opts.host, m.opts.port) ? m.opts.port : -1;
   }
+  if (m.port > 0) m.http->widen_backlog(1024);
   if (m.port <= 0) {
     diags.error(SourceLoc{m.opts.host + ":" + std::to_string(m.opts.port), 0, 0}, "cannot listen on this address",
                 "bind-failed", "choose another --port or stop what is using it");
@@ -710,6 +928,13 @@ bool Service::start(Diagnostics& diags) {
 }
 
 int Service::port() const { return impl_->port; }
+
+std::string Service::serve_bytes(const std::string& request) {
+  if (!impl_->http) impl_->build_http();
+  MemoryTransport t(request);
+  impl_->http->serve(t);
+  return t.output();
+}
 const ServiceOptions& Service::options() const { return impl_->opts; }
 
 void Service::wait() {
@@ -725,7 +950,10 @@ void Service::stop() {
     m.stopped = true;
   }
   m.cv.notify_all();
-  if (m.http) m.http->stop();
+  if (m.http) {
+    m.http->interrupt();
+    m.http->stop();
+  }
   if (m.listener.joinable()) m.listener.join();
   if (m.regen_timer.joinable()) m.regen_timer.join();
   if (m.jobs) m.jobs->shutdown(m.started ? m.opts.shutdown_grace_s : 0);

@@ -12,10 +12,24 @@
 
 namespace syspilot::service {
 
+// What a client may take of the service. Every field is a flag of `syspilot serve`; the
+// security section of docs/service.md lists them with what each refuses.
 struct Limits {
-  size_t max_body_bytes = 1 << 20;   // larger request bodies get 413
-  size_t max_header_bytes = 8 << 10; // all request headers together; more gets 431
+  size_t max_body_bytes = 1 << 20;   // larger request bodies get 413 before they are read
+  size_t max_header_bytes = 8 << 10; // all request header lines together; more gets 431
   size_t max_headers = 64;           // more header fields get 431
+  size_t max_uri_bytes = 4096;       // a longer request line gets 414
+  size_t max_json_depth = 64;        // deeper nesting of arrays and objects in a body gets 400
+  double header_timeout_s = 5;       // first byte (or TLS hello) to the end of the head; else 408
+  double idle_timeout_s = 5;         // keep-alive: waiting for the next request's first byte
+  double body_timeout_s = 30;        // end of the head to the end of the body
+  double write_timeout_s = 30;       // a response the client does not read
+  size_t max_connections = 1024;     // open at once; more get 503 and are closed
+  size_t max_per_client = 64;        // open at once from one address; more get 503 and are closed
+  // Addresses the per-client cap does not apply to: reverse proxies on this host, through
+  // which every client arrives from one address.
+  std::vector<std::string> uncapped_clients = {"127.0.0.1", "::1"};
+  size_t max_requests = 10000;       // on one keep-alive connection
 };
 
 struct ServiceOptions {
@@ -29,7 +43,6 @@ struct ServiceOptions {
   std::string work_dir;                // fetched sources and apt state; default: <db dir>/syspilot-work
   int workers = 2;                     // jobs running at once
   int queue_capacity = 16;             // jobs waiting; beyond it POST gets 429
-  int http_threads = 64;               // connections served at once (keep-alive holds one each)
   std::string regen_config;            // tracked libraries (see docs/service.md); empty: no regeneration
   std::chrono::seconds regen_every{0}; // >0: run regeneration on this period
   double shutdown_grace_s = 10;        // SIGTERM: how long running jobs may finish
@@ -47,6 +60,9 @@ class Service {
   // Binds and starts serving; returns once the listener accepts connections.
   bool start(Diagnostics& diags);
   int port() const;
+  // Serves raw request bytes as one connection would be served, without a socket, and returns
+  // what would have been sent back. Needs no start(); for the HTTP fuzzer and its seeds.
+  std::string serve_bytes(const std::string& request);
   const ServiceOptions& options() const;
   // Blocks until stop() (from another thread or a signal handler thread).
   void wait();

@@ -1,5 +1,6 @@
 // The SQLite layer of the store: connections (WAL, foreign keys, busy timeout), prepared
 // statements, transactions, the migration registry, and small shared functions.
+#include <fcntl.h>
 #include <openssl/evp.h>
 #include <pwd.h>
 #include <sqlite3.h>
@@ -279,6 +280,12 @@ std::string immutable_uri(const std::string& path) {
 }  // namespace
 
 void Database::open_connection(const std::string& target, int flags, int busy_timeout_ms) {
+  // A new store holds token hashes and API results: readable by its owner only. SQLite gives
+  // its -wal and -shm files the mode of the database file, so creating that one is enough.
+  if ((flags & SQLITE_OPEN_CREATE) && !target.empty() && target != ":memory:" && target.rfind("file:", 0) != 0) {
+    int fd = ::open(target.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd >= 0) ::close(fd);
+  }
   int rc = sqlite3_open_v2(target.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = path_ + ": cannot open the database: " +

@@ -31,7 +31,6 @@ struct Api : ::testing::Test {
     o.work_dir = tmp.str("work");
     o.workers = 2;
     o.queue_capacity = 8;
-    o.http_threads = 8;
     o.limits.max_body_bytes = 64 << 10;
     o.shutdown_grace_s = 1;
     fs::create_directories(tmp.path() / "root");

@@ -1,0 +1,499 @@
+// Attacks on `syspilot serve` over real loopback sockets: requests that used to crash, starve or
+// mislead it (invalid UTF-8, deep JSON, unframed and oversized bodies, slow and idle sockets,
+// header floods, forged log lines) must each get a clear status while the service stays up.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "service/service.h"
+#include "tests/service/fixture.h"
+
+extern char** environ;
+
+namespace syspilot::service::test {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+int connect_to(int port, const char* from = nullptr) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (from) {
+    sockaddr_in local{};
+    local.sin_family = AF_INET;
+    inet_pton(AF_INET, from, &local.sin_addr);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local);
+  }
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Reads until the peer closes or `seconds` pass.
+std::string read_all(int fd, double seconds) {
+  std::string out;
+  auto end = Clock::now() + std::chrono::duration<double>(seconds);
+  char buf[4096];
+  while (Clock::now() < end) {
+    pollfd p{fd, POLLIN, 0};
+    int ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count());
+    if (::poll(&p, 1, std::max(ms, 1)) <= 0) break;
+    ssize_t r = ::recv(fd, buf, sizeof buf, 0);
+    if (r <= 0) break;
+    out.append(buf, static_cast<size_t>(r));
+  }
+  return out;
+}
+
+// One raw request on a fresh connection; returns what came back before close (or timeout).
+// `half_close`: the client then ends its side, as one that has nothing more to send.
+std::string raw(int port, const std::string& bytes, double seconds = 10, bool half_close = false) {
+  int fd = connect_to(port);
+  if (fd < 0) return "";
+  ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  if (half_close) ::shutdown(fd, SHUT_WR);
+  std::string r = read_all(fd, seconds);
+  ::close(fd);
+  return r;
+}
+
+int status_of(const std::string& response) {
+  if (response.rfind("HTTP/1.1 ", 0) != 0 || response.size() < 12) return -1;
+  return std::stoi(response.substr(9, 3));
+}
+
+json body_of(const std::string& response) {
+  size_t p = response.find("\r\n\r\n");
+  return p == std::string::npos ? json() : json::parse(response.substr(p + 4), nullptr, false);
+}
+
+struct Hardening : ::testing::Test {
+  TempDir tmp;
+  std::unique_ptr<Service> svc;
+  std::string write_token, read_token;
+
+  void start(std::function<void(ServiceOptions&)> tweak = {}) {
+    ServiceOptions o;
+    o.db_path = tmp.str("db.sqlite");
+    o.port = 0;
+    o.work_dir = tmp.str("work");
+    o.shutdown_grace_s = 1;
+    if (tweak) tweak(o);
+    Diagnostics d;
+    svc = Service::create(o, d);
+    ASSERT_TRUE(svc) << d.str();
+    ASSERT_TRUE(svc->start(d)) << d.str();
+    write_token = create_token(o.db_path, Scope::Write, "w");
+    read_token = create_token(o.db_path, Scope::Read, "r");
+  }
+  void TearDown() override {
+    if (svc) svc->stop();
+  }
+  int port() const { return svc->port(); }
+  // /healthz answers, and how long it took.
+  double healthz_seconds() {
+    auto t0 = Clock::now();
+    httplib::Client c("127.0.0.1", port());
+    c.set_connection_timeout(5);
+    c.set_read_timeout(5);
+    auto r = c.Get("/healthz");
+    if (!r || r->status != 200) return 1e9;
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+  std::string post(const std::string& path, const std::string& body, const std::string& token) {
+    return raw(port(), "POST " + path + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token +
+                           "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                           "\r\nConnection: close\r\n\r\n" + body);
+  }
+};
+
+TEST_F(Hardening, InvalidUtf8InAnUnknownPathIsA404NotACrash) {
+  start();
+  std::string r = raw(port(), "GET /x%FF HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(status_of(r), 404) << r;
+  EXPECT_TRUE(body_of(r).is_object()) << r;
+  // 198 characters whose last one is cut in half by the message's truncation at 200 bytes.
+  std::string path = "/" + std::string(195, 'a') + "%C3%A9";
+  r = raw(port(), "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(status_of(r), 404) << r;
+  ASSERT_TRUE(body_of(r).is_object()) << r;
+  EXPECT_NE(body_of(r)["error"]["request_id"].get<std::string>(), "");
+  EXPECT_LT(healthz_seconds(), 2);
+}
+
+TEST_F(Hardening, InvalidUtf8InAPathParameterOrBodyIsA400) {
+  start();
+  std::string r = raw(port(), "GET /v1/libraries/%FF%FE/contracts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                                  read_token + "\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(status_of(r), 400) << r;
+  r = post("/v1/compose", "{\"libraries\": [\"\xff\xfe\"]}", read_token);
+  EXPECT_EQ(status_of(r), 400) << r;
+  EXPECT_TRUE(body_of(r).is_object()) << r;
+}
+
+TEST_F(Hardening, DeeplyNestedBodyIsRefusedBeforeAnyRecursion) {
+  start();
+  std::string deep = "{\"libraries\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  std::string r = post("/v1/compose", deep, read_token);
+  EXPECT_EQ(status_of(r), 400) << r.substr(0, 300);
+  EXPECT_EQ(body_of(r)["error"]["code"], "too-deep");
+  EXPECT_LT(healthz_seconds(), 2);
+}
+
+TEST_F(Hardening, WrongJsonTypesAre400) {
+  start();
+  std::string body = R"({"library": "foo", "version": "1.0", "source": {"kind": "dir", "path": "/nonexistent"},
+                        "force": "yes"})";
+  std::string r = post("/v1/synthesize", body, write_token);
+  EXPECT_EQ(status_of(r), 400) << r;
+  r = post("/v1/synthesize",
+           R"({"library": "foo", "version": "1.0", "source": {"kind": "git", "url": "https://example.org/x.git",
+               "ref": "v1"}, "llm": {"url": "https://example.org/v1", "timeout_s": "soon"}})",
+           write_token);
+  EXPECT_EQ(status_of(r), 400) << r;
+  r = post("/v1/compose", R"({"libraries": "libgomp"})", read_token);
+  EXPECT_EQ(status_of(r), 400) << r;
+}
+
+TEST_F(Hardening, UnframedAndOversizedBodiesAreRefusedBeforeTheyAreRead) {
+  start([](ServiceOptions& o) { o.limits.max_body_bytes = 1 << 20; });
+  // Chunked, no token: refused on the head alone, while the client has sent no body at all.
+  int fd = connect_to(port());
+  std::string head = "POST /v1/synthesize HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  ::send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+  std::string r = read_all(fd, 3);
+  ::close(fd);
+  EXPECT_EQ(status_of(r), 411) << r;
+  // A 300 MiB Content-Length without a token: 401 on the head, before a byte of the body.
+  fd = connect_to(port());
+  head = "POST /v1/synthesize HTTP/1.1\r\nHost: x\r\nContent-Length: 314572800\r\n\r\n";
+  ::send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+  r = read_all(fd, 3);
+  ::close(fd);
+  EXPECT_TRUE(status_of(r) == 401 || status_of(r) == 413) << r;
+  // With a token, the documented 413.
+  fd = connect_to(port());
+  head = "POST /v1/synthesize HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + write_token +
+         "\r\nContent-Length: 314572800\r\n\r\n";
+  ::send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+  r = read_all(fd, 3);
+  ::close(fd);
+  EXPECT_EQ(status_of(r), 413) << r;
+  // A POST without Content-Length.
+  r = raw(port(), "POST /v1/compose HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(status_of(r), 411) << r;
+  EXPECT_LT(healthz_seconds(), 2);
+}
+
+TEST_F(Hardening, LargeHeadersAre431AndLongRequestLines414) {
+  start();
+  std::string r = raw(port(), "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(9000, 'a') + "\r\n\r\n");
+  EXPECT_EQ(status_of(r), 431) << r.substr(0, 200);
+  std::string many = "GET /healthz HTTP/1.1\r\nHost: x\r\n";
+  for (int i = 0; i < 80; ++i) many += "X-H" + std::to_string(i) + ": 1\r\n";
+  r = raw(port(), many + "\r\n");
+  EXPECT_EQ(status_of(r), 431) << r.substr(0, 200);
+  r = raw(port(), "GET /" + std::string(10000, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(status_of(r), 414) << r.substr(0, 200);
+}
+
+TEST_F(Hardening, BearerSchemeIsCaseInsensitive) {
+  start();
+  for (std::string scheme : {"bearer", "BEARER", "Bearer"}) {
+    std::string r = raw(port(), "GET /v1/libraries HTTP/1.1\r\nHost: x\r\nAuthorization: " + scheme + " " +
+                                    read_token + "\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(status_of(r), 200) << scheme << ": " << r;
+  }
+  std::string r = raw(port(), "GET /v1/libraries HTTP/1.1\r\nHost: x\r\nAuthorization: Basic " + read_token +
+                                  "\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(status_of(r), 401) << r;
+}
+
+TEST_F(Hardening, SlowAndIdleSocketsDoNotStarveHealthz) {
+  start([](ServiceOptions& o) { o.limits.header_timeout_s = 3; });
+  // 500 connections: half trickle a request head one byte at a time, half send nothing.
+  std::vector<int> fds;
+  for (int i = 0; i < 500; ++i) {
+    int fd = connect_to(port());
+    ASSERT_GE(fd, 0) << "connection " << i;
+    fds.push_back(fd);
+  }
+  for (size_t i = 0; i < fds.size(); i += 2) ::send(fds[i], "G", 1, MSG_NOSIGNAL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (size_t i = 0; i < fds.size(); i += 2) ::send(fds[i], "E", 1, MSG_NOSIGNAL);
+  double worst = 0;
+  for (int i = 0; i < 5; ++i) worst = std::max(worst, healthz_seconds());
+  EXPECT_LT(worst, 1.0) << "healthz while 500 slow or idle connections are held";
+  // The head deadline ends the trickling ones with 408, the idle ones without a word.
+  std::string r = read_all(fds[0], 6);
+  EXPECT_EQ(status_of(r), 408) << r;
+  r = read_all(fds[1], 6);
+  EXPECT_EQ(r, "");
+  for (int fd : fds) ::close(fd);
+}
+
+TEST_F(Hardening, ConnectionsPerClientAreCapped) {
+  start([](ServiceOptions& o) {
+    o.limits.max_per_client = 4;
+    o.limits.uncapped_clients.clear();
+  });
+  std::vector<int> held;
+  for (int i = 0; i < 4; ++i) held.push_back(connect_to(port()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  std::string r = raw(port(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 3);
+  EXPECT_EQ(status_of(r), 503) << r;
+  EXPECT_EQ(body_of(r)["error"]["code"], "too-many-connections");
+  // Another address of the loopback network is another client.
+  int other = connect_to(port(), "127.0.0.2");
+  ASSERT_GE(other, 0);
+  std::string req = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  ::send(other, req.data(), req.size(), MSG_NOSIGNAL);
+  EXPECT_EQ(status_of(read_all(other, 3)), 200);
+  ::close(other);
+  for (int fd : held) ::close(fd);
+  EXPECT_TRUE(eventually([&] { return status_of(raw(port(), req, 3)) == 200; }, 5));
+}
+
+TEST_F(Hardening, EveryResponseCarriesARequestId) {
+  start();
+  httplib::Client c("127.0.0.1", port());
+  auto r = c.Get("/healthz");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->get_header_value("X-Request-Id").rfind("req_", 0), 0u);
+  auto r2 = c.Get("/v1/libraries");
+  ASSERT_TRUE(r2);
+  EXPECT_EQ(r2->status, 401);
+  EXPECT_NE(r2->get_header_value("X-Request-Id"), r->get_header_value("X-Request-Id"));
+}
+
+TEST_F(Hardening, StoreIsCreatedReadableByItsOwnerOnly) {
+  start();
+  struct stat st {};
+  ASSERT_EQ(::stat(tmp.str("db.sqlite").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  if (::stat(tmp.str("db.sqlite-wal").c_str(), &st) == 0) {
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+  }
+}
+
+TEST_F(Hardening, FinishedJobsAreCounted) {
+  start([&](ServiceOptions& o) { o.source_roots = {tmp.str("root")}; });
+  write_foo_release(tmp.path() / "root" / "foo-1.0.0", "1.0.0");
+  std::string r = post("/v1/synthesize",
+                       json{{"library", "foo"}, {"version", "1.0.0"},
+                            {"source", {{"kind", "dir"}, {"path", tmp.str("root/foo-1.0.0")}}}}
+                           .dump(),
+                       write_token);
+  ASSERT_EQ(status_of(r), 202) << r;
+  httplib::Client c("127.0.0.1", port());
+  httplib::Headers h = {{"Authorization", "Bearer " + read_token}};
+  EXPECT_TRUE(eventually([&] {
+    auto m = c.Get("/metrics", h);
+    return m && m->body.find("syspilot_jobs_finished_total{kind=\"synthesize\",state=\"succeeded\"} 1") !=
+                    std::string::npos;
+  }, 60));
+}
+
+TEST_F(Hardening, RawBytesAreServedWithoutASocket) {
+  start();
+  std::string out = svc->serve_bytes("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /x%FF HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(status_of(out), 200) << out;
+  EXPECT_NE(out.find("HTTP/1.1 404"), std::string::npos) << out;
+}
+
+// A `syspilot serve` process with stdout and stderr in files; its port from the first line.
+struct ServeChild {
+  pid_t pid = 0;
+  int port = 0;
+  ServeChild(const TempDir& tmp, std::vector<std::string> extra) {
+    std::vector<std::string> args = {SYSPILOT_BIN, "serve", "--db", tmp.str("db.sqlite"), "--port", "0"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::string out = tmp.str("stdout.log"), err = tmp.str("stderr.log");
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    EXPECT_EQ(posix_spawn(&pid, SYSPILOT_BIN, &fa, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    EXPECT_TRUE(eventually([&] {
+      std::string first = read_file(out);
+      size_t colon = first.rfind(':');
+      if (first.find("listening on") == std::string::npos || colon == std::string::npos) return false;
+      port = std::stoi(first.substr(colon + 1));
+      return true;
+    }, 20));
+  }
+  // Resident memory in KiB, from /proc.
+  long rss_kib() const {
+    std::string status = read_file("/proc/" + std::to_string(pid) + "/status");
+    size_t p = status.find("VmRSS:");
+    return p == std::string::npos ? -1 : std::stol(status.substr(p + 6));
+  }
+  bool alive() const { return pid > 0 && ::kill(pid, 0) == 0 && waitpid(pid, nullptr, WNOHANG) == 0; }
+  void stop() {
+    if (pid <= 0) return;
+    ::kill(pid, SIGTERM);
+    if (!eventually([&] { return waitpid(pid, nullptr, WNOHANG) == pid; }, 20)) {
+      ::kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+    pid = 0;
+  }
+  ~ServeChild() { stop(); }
+};
+
+// The access log is read by people and programs: a request must not be able to write a line.
+TEST(AccessLog, RequestBytesCannotForgeLines) {
+  TempDir tmp;
+  std::string log = tmp.str("stderr.log");
+  ServeChild child(tmp, {"--access-log"});
+  int port = child.port;
+  ASSERT_GT(port, 0);
+  std::string r = raw(port, "GET /a%0A127.0.0.1%20GET%20/v1/admin%20200%201us%0D%1B[2J HTTP/1.1\r\nHost: x\r\n"
+                            "Connection: close\r\n\r\n");
+  EXPECT_EQ(status_of(r), 404) << r;
+  child.stop();
+  std::string text = read_file(log);
+  EXPECT_EQ(text.find("\n127.0.0.1 GET /v1/admin"), std::string::npos) << text;
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  EXPECT_NE(text.find("/a\\x0a127.0.0.1"), std::string::npos) << text;
+}
+
+// 60 s of valid traffic beside hostile bodies and slow sockets against the real process, on
+// loopback, bounded in time and count. Valid requests never get a 5xx, /healthz keeps
+// answering, memory stays within twice its start, and the store stays intact.
+TEST(Soak, SixtySecondsOfMixedTraffic) {
+  TempDir tmp;
+  ProcessResult tok = run_process({SYSPILOT_BIN, "serve", "token", "create", "--scope", "read", "--db",
+                                   tmp.str("db.sqlite")});
+  ASSERT_TRUE(tok.ok()) << tok.err;
+  std::string token = tok.out.substr(tok.out.find("spt_"), 52);
+  ServeChild child(tmp, {"--header-timeout", "2"});
+  ASSERT_GT(child.port, 0);
+  const int port = child.port;
+  const double seconds = std::getenv("SYSPILOT_SOAK_SECONDS") ? std::atof(std::getenv("SYSPILOT_SOAK_SECONDS")) : 60;
+  httplib::Headers auth = {{"Authorization", "Bearer " + token}};
+  auto valid_round = [&](httplib::Client& c, std::atomic<long>& ok, std::atomic<long>& bad, std::string& last_bad) {
+    auto check = [&](const httplib::Result& r, const char* what) {
+      if (r && r->status < 500) {
+        ++ok;
+      } else {
+        ++bad;
+        last_bad = std::string(what) + " -> " + (r ? std::to_string(r->status) + " " + r->body : "no answer");
+      }
+    };
+    check(c.Get("/healthz"), "healthz");
+    check(c.Get("/v1/libraries", auth), "libraries");
+    check(c.Post("/v1/compose", auth, R"({"libraries": ["openblas_pthread", "libgomp"],
+               "nesting": [{"outer": "libgomp", "inner": "openblas_pthread"}]})", "application/json"), "compose");
+    check(c.Get("/v1/jobs", auth), "jobs");
+    check(c.Get("/metrics", auth), "metrics");
+  };
+  std::atomic<long> ok{0}, bad{0};
+  std::string last_bad;
+  {
+    httplib::Client warm("127.0.0.1", port);
+    valid_round(warm, ok, bad, last_bad);
+  }
+  const long rss_start = child.rss_kib();
+  ASSERT_GT(rss_start, 0);
+  const auto end = Clock::now() + std::chrono::duration<double>(seconds);
+  std::atomic<long> hostile{0}, slow_held{0};
+  long rss_peak = rss_start;
+  std::thread valid([&] {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(10);
+    c.set_keep_alive(true);
+    while (Clock::now() < end) valid_round(c, ok, bad, last_bad);
+  });
+  std::thread attacks([&] {
+    const std::vector<std::string> bodies = {
+        "POST /v1/compose HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token +
+            "\r\nContent-Length: 200012\r\n\r\n{\"libraries\": " + std::string(100000, '[') +
+            std::string(100000, ']') + "}",
+        "GET /x%FF HTTP/1.1\r\nHost: x\r\n\r\n",
+        "POST /v1/synthesize HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "POST /v1/synthesize HTTP/1.1\r\nHost: x\r\nContent-Length: 314572800\r\n\r\n" + std::string(65536, 'a'),
+        "GET /healthz HTTP/1.1\r\nX-Big: " + std::string(20000, 'b') + "\r\n\r\n",
+        "POST /v1/compose HTTP/1.1\r\nHost: x\r\nAuthorization: bearer " + token +
+            "\r\nContent-Length: 27\r\n\r\n{\"libraries\": [\"\xff\xfe\"]}  ",
+        std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11),
+    };
+    for (size_t i = 0; Clock::now() < end && i < 200000; ++i) {
+      raw(port, bodies[i % bodies.size()], 2, true);
+      ++hostile;
+    }
+  });
+  std::thread slow([&] {
+    // Up to 200 sockets held at once, each sending a byte a second until the server gives up.
+    std::vector<int> fds;
+    while (Clock::now() < end) {
+      while (fds.size() < 200) {
+        int fd = connect_to(port);
+        if (fd < 0) break;
+        fds.push_back(fd);
+        ++slow_held;
+      }
+      for (size_t i = 0; i < fds.size();) {
+        if (::send(fds[i], "G", 1, MSG_NOSIGNAL) != 1) {
+          ::close(fds[i]);
+          fds[i] = fds.back();
+          fds.pop_back();
+        } else {
+          ++i;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    for (int fd : fds) ::close(fd);
+  });
+  double worst_healthz = 0;
+  while (Clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    rss_peak = std::max(rss_peak, child.rss_kib());
+    auto t0 = Clock::now();
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(5);
+    auto r = c.Get("/healthz");
+    double took = std::chrono::duration<double>(Clock::now() - t0).count();
+    worst_healthz = std::max(worst_healthz, r && r->status == 200 ? took : 99.0);
+  }
+  valid.join();
+  attacks.join();
+  slow.join();
+  long rss_end = child.rss_kib();
+  std::printf("soak: %.0f s, %ld valid requests (%ld 5xx or unanswered), %ld hostile, %ld slow sockets; "
+              "RSS %ld KiB at start, %ld peak, %ld at end; worst /healthz %.3f s\n",
+              seconds, ok.load(), bad.load(), hostile.load(), slow_held.load(), rss_start, rss_peak, rss_end,
+              worst_healthz);
+  EXPECT_TRUE(child.alive());
+  EXPECT_EQ(bad.load(), 0) << last_bad;
+  EXPECT_GT(ok.load(), 100);
+  EXPECT_LT(worst_healthz, 1.0);
+  EXPECT_LT(rss_end, 2 * rss_start);
+  child.stop();
+  ProcessResult check = run_process({"sqlite3", tmp.str("db.sqlite"), "PRAGMA integrity_check;"});
+  EXPECT_EQ(check.out, "ok\n") << check.err;
+}
+
+}  // namespace
+}  // namespace syspilot::service::test
