@@ -2,6 +2,10 @@
 // scanners, then the cross-file env-reader analysis and the libclang pass over headers.
 #include "extract/extract.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -34,19 +38,35 @@ struct FileResult {
   bool scanned = false;
 };
 
+// Reads at most `limit` bytes of a regular file. Opened without blocking and checked after
+// opening, so that a FIFO or device put in place of a walked file is refused, not waited on.
 bool read_file(const std::string& path, uint64_t limit, std::string& out, std::string& err) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
     err = std::strerror(errno);
     return false;
   }
-  out.resize(limit);
-  in.read(out.data(), static_cast<std::streamsize>(limit));
-  out.resize(static_cast<size_t>(in.gcount()));
-  if (in.bad()) {
-    err = "read error";
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    err = "not a regular file";
     return false;
   }
+  out.resize(limit);
+  size_t got = 0;
+  while (got < limit) {
+    ssize_t r = ::read(fd, out.data() + got, limit - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      ::close(fd);
+      err = "read error";
+      return false;
+    }
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
+  }
+  ::close(fd);
+  out.resize(got);
   return true;
 }
 

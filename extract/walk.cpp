@@ -1,5 +1,5 @@
-// The tree walk: regular files under the roots, with loops, dangling links and unreadable
-// folders reported instead of followed; and artifact kinds by name and by content.
+// The tree walk: regular files under the roots, never leaving a root through a symbolic link;
+// loops, dangling links and unreadable folders reported instead of followed; and artifact kinds.
 #include "extract/walk.h"
 
 #include <sys/stat.h>
@@ -25,6 +25,61 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// `p` and `root` are real paths (no links, no dot segments): a string prefix test is exact.
+bool inside(const fs::path& p, const fs::path& root) {
+  const std::string& a = p.native();
+  const std::string& r = root.native();
+  if (r == "/") return !a.empty() && a[0] == '/';
+  return a == r || (a.size() > r.size() && a.compare(0, r.size(), r) == 0 && a[r.size()] == '/');
+}
+
+Entry make_entry(const fs::path& opened, const fs::path& named, const fs::path& root, const struct stat& st) {
+  Entry en;
+  en.path = opened.string();
+  en.rel = named.lexically_relative(root).string();
+  en.size = static_cast<uint64_t>(st.st_size);
+  en.kind = kind_by_name(en.rel);
+  return en;
+}
+
+// A symbolic link is read only when its real target is a regular file inside the root; the
+// entry then opens the target's real path, so no link is followed when the file is read. A
+// link to a folder is not descended: inside the root that folder is walked under its own name.
+void walk_link(const fs::path& link, const fs::path& root, std::vector<Entry>& out, Diagnostics& diags) {
+  std::error_code ec;
+  fs::path target = fs::canonical(link, ec);
+  if (ec) {
+    diags.warning({link.string(), 0, 0}, "dangling or looping symbolic link: " + ec.message(), "walk-bad-link");
+    return;
+  }
+  if (!inside(target, root)) {
+    std::string text = fs::read_symlink(link, ec).string();
+    diags.warning({link.string(), 0, 0}, "symbolic link leads outside the tree (to '" + text + "'); not followed",
+                  "walk-link-escape", "copy the file into the tree if it belongs to the library");
+    return;
+  }
+  struct stat st {};
+  if (::stat(target.c_str(), &st) != 0) {
+    diags.warning({link.string(), 0, 0}, "cannot stat link target: " + std::string(std::strerror(errno)),
+                  "walk-bad-link");
+    return;
+  }
+  if (S_ISREG(st.st_mode)) {
+    out.push_back(make_entry(target, link, root, st));
+  } else if (S_ISDIR(st.st_mode)) {
+    if (inside(link.parent_path(), target))
+      diags.warning({link.string(), 0, 0}, "symbolic link loop (points to a folder above it); not followed",
+                    "walk-symlink-loop");
+    else
+      diags.note({link.string(), 0, 0}, "symbolic link to a folder inside the tree; not followed (the folder is "
+                 "scanned under its own name)", "walk-link-dir");
+  } else {
+    diags.note({link.string(), 0, 0}, "skipped: link to something that is not a regular file", "skip-not-source");
+  }
+}
+
+// `dir` lies under the real root and is reached through real folders only, so every path
+// built here is free of links; `seen` stops bind-mount loops.
 void walk_dir(const fs::path& dir, const fs::path& root, std::set<std::pair<dev_t, ino_t>>& seen,
               std::vector<Entry>& out, Diagnostics& diags, int depth) {
   if (depth > 64) {
@@ -51,30 +106,24 @@ void walk_dir(const fs::path& dir, const fs::path& root, std::set<std::pair<dev_
     std::string name = e.path().filename().string();
     if (!name.empty() && name[0] == '.') continue;  // .git, .pc (quilt), .deps: not the library
     struct stat st {};
-    if (::stat(e.path().c_str(), &st) != 0) {
-      struct stat lst {};
-      bool link = ::lstat(e.path().c_str(), &lst) == 0 && S_ISLNK(lst.st_mode);
-      diags.warning({e.path().string(), 0, 0},
-                    link ? "dangling or looping symbolic link: " + std::string(std::strerror(errno))
-                         : "cannot stat: " + std::string(std::strerror(errno)),
-                    link ? "walk-bad-link" : "walk-unreadable");
+    if (::lstat(e.path().c_str(), &st) != 0) {
+      diags.warning({e.path().string(), 0, 0}, "cannot stat: " + std::string(std::strerror(errno)),
+                    "walk-unreadable");
       continue;
     }
-    if (S_ISDIR(st.st_mode)) {
+    if (S_ISLNK(st.st_mode)) {
+      walk_link(e.path(), root, out, diags);
+    } else if (S_ISDIR(st.st_mode)) {
       if (!seen.insert({st.st_dev, st.st_ino}).second) {
-        diags.warning({e.path().string(), 0, 0}, "symbolic link loop (folder already visited); not followed",
+        diags.warning({e.path().string(), 0, 0}, "folder already visited (bind mount loop); not descended",
                       "walk-symlink-loop");
         continue;
       }
       walk_dir(e.path(), root, seen, out, diags, depth + 1);
     } else if (S_ISREG(st.st_mode)) {
-      Entry en;
-      en.path = e.path().string();
-      en.rel = e.path().lexically_relative(root).string();
-      en.size = static_cast<uint64_t>(st.st_size);
-      en.kind = kind_by_name(en.rel);
-      out.push_back(std::move(en));
+      out.push_back(make_entry(e.path(), e.path(), root, st));
     } else {
+      // never opened: opening a FIFO blocks, a device is not source
       diags.note({e.path().string(), 0, 0}, "skipped: not a regular file (FIFO, socket or device)",
                  "skip-not-source");
     }
@@ -86,22 +135,32 @@ void walk_dir(const fs::path& dir, const fs::path& root, std::set<std::pair<dev_
 std::vector<Entry> list_files(const std::vector<std::string>& roots, Diagnostics& diags) {
   std::vector<Entry> out;
   for (auto& r : roots) {
+    // Resolved once: a root that is itself a link is walked at its real place, and every
+    // link met below is judged against that real path.
+    std::error_code ec;
+    fs::path real = fs::canonical(r, ec);
     struct stat st {};
-    if (::stat(r.c_str(), &st) != 0) {
-      diags.error({r, 0, 0}, "path does not exist or cannot be read: " + std::string(std::strerror(errno)),
+    if (ec || ::stat(real.c_str(), &st) != 0) {
+      diags.error({r, 0, 0}, "path does not exist or cannot be read: " + (ec ? ec.message() : std::strerror(errno)),
                   "walk-missing", "pass a library source folder, a header, a doc file or a shared object");
       continue;
     }
     if (S_ISDIR(st.st_mode)) {
       std::set<std::pair<dev_t, ino_t>> seen{{st.st_dev, st.st_ino}};
-      walk_dir(fs::path(r), fs::path(r), seen, out, diags, 0);
-    } else {
+      walk_dir(real, real, seen, out, diags, 0);
+    } else if (S_ISREG(st.st_mode)) {
+      // a file named on the command line is read even through a link: the caller chose it
+      struct stat lst {};
+      bool link = ::lstat(r.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode);
       Entry en;
-      en.path = r;
+      en.path = link ? real.string() : r;
       en.rel = fs::path(r).filename().string();
       en.size = static_cast<uint64_t>(st.st_size);
       en.kind = kind_by_name(en.rel);
       out.push_back(std::move(en));
+    } else {
+      diags.warning({r, 0, 0}, "skipped: not a regular file or folder (FIFO, socket or device)", "skip-not-source",
+                    "pass a library source folder, a header, a doc file or a shared object");
     }
   }
   return out;

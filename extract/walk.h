@@ -18,8 +18,12 @@ struct Entry {
   Kind kind = Kind::Skip;
 };
 
-// Lists regular files under `roots` (files or directories): follows directory symlinks once,
-// reports loops, dangling links and unreadable directories in `diags`, skips dot-folders.
+// Lists regular files under `roots` (files or directories), skipping dot-folders. Each root
+// is resolved to its real path once; below it a symbolic link is read only when its real
+// target is a regular file inside that root (the entry opens the target), links to folders
+// are never descended, links leading out are skipped with a `walk-link-escape` warning, and
+// FIFOs, sockets and devices are never opened. Loops, dangling links and unreadable folders
+// are reported in `diags`.
 std::vector<Entry> list_files(const std::vector<std::string>& roots, Diagnostics& diags);
 
 // The kind by name; refine_kind looks at the first bytes (ELF, gzip, NUL bytes, shebang).

@@ -1,6 +1,7 @@
-// Hostile trees: symbolic link loops, dangling links, FIFOs, unreadable files, invalid UTF-8,
-// a 200 MB generated file, binary content named .c. Extraction finishes with a diagnostic
-// for each skipped thing and still reports what the good files say.
+// Hostile trees: symbolic link loops, dangling links, links leading out of the tree, FIFOs,
+// unreadable files, invalid UTF-8, a 200 MB generated file, binary content named .c.
+// Extraction finishes with a diagnostic for each skipped thing and still reports what the
+// good files say, and never text from outside the tree.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "extract/extract.h"
 
@@ -106,4 +108,72 @@ TEST(ExtractHostile, MissingPathAndSizeLimit) {
   Facts g = extract(small);
   EXPECT_TRUE(has_code(g, "skip-too-large"));
   EXPECT_TRUE(g.env_vars.empty());
+}
+
+// A submitted tree whose links point at a file outside it: the outside text must never reach
+// the facts (it would be served in a contract). Links that stay inside are read under their
+// own names; loops and FIFOs end the walk quickly; a root that is itself a link is resolved.
+TEST(ExtractHostile, SymlinksNeverLeadOutOfTheTree) {
+  TempTree t, outside;
+  const std::string marker = "OUTSIDE-MARKER-7f3a9c";
+  outside.write("secret.c", "/* " + marker + " */\nchar* s(void) { return getenv(\"SECRET_MARKER_VAR\"); }\n");
+  outside.write("docs/secret.md", "Set SECRET_DOC_VAR to leak. " + marker + "\n");
+  t.write("lib/src/good.c", "char* g(void) { return getenv(\"GOOD_THREADS\"); }\n");
+  t.write("lib/src/inner.c", "char* i(void) { return getenv(\"INSIDE_LINK_VAR\"); }\n");
+  fs::path lib = t.root / "lib";
+  fs::create_symlink(outside.root / "secret.c", lib / "src" / "abs_leak.c");                 // absolute
+  fs::create_symlink(fs::relative(outside.root / "secret.c", lib / "src"), lib / "src" / "rel_leak.c");
+  fs::create_directory_symlink(outside.root / "docs", lib / "docs_out");                    // folder out
+  fs::create_symlink("inner.c", lib / "src" / "alias.c");                                   // stays inside
+  fs::create_directory_symlink("src", lib / "src_again");                                   // folder inside
+  fs::create_symlink("loop_b.c", lib / "src" / "loop_a.c");                                 // a <-> b
+  fs::create_symlink("loop_a.c", lib / "src" / "loop_b.c");
+  ASSERT_EQ(mkfifo((lib / "src" / "fifo.c").c_str(), 0600), 0);
+  ASSERT_EQ(mkfifo((outside.root / "pipe.c").c_str(), 0600), 0);
+  fs::create_symlink(outside.root / "pipe.c", lib / "src" / "to_fifo.c");
+  fs::create_directory_symlink(lib, t.root / "lib-link");  // the root as given is itself a link
+
+  ExtractOptions o;
+  o.paths = {(t.root / "lib-link").string()};
+  o.threads = 2;
+  o.api_controls = false;
+  auto start = std::chrono::steady_clock::now();
+  Facts f = extract(o);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 20.0);
+
+  std::multiset<std::string> names;
+  std::set<std::string> files;
+  for (auto& e : f.env_vars) {
+    names.insert(e.name);
+    files.insert(e.file);
+  }
+  EXPECT_TRUE(names.count("GOOD_THREADS"));
+  EXPECT_FALSE(names.count("SECRET_MARKER_VAR")) << "a link led out of the tree";
+  auto j = to_json(f).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  EXPECT_EQ(j.find(marker), std::string::npos);
+  EXPECT_EQ(j.find("SECRET_DOC_VAR"), std::string::npos);
+  EXPECT_TRUE(has_code(f, "walk-link-escape"));
+  // A file link inside the tree is read under the link's name; a folder link inside is not
+  // descended, so src/ is scanned once.
+  EXPECT_EQ(names.count("INSIDE_LINK_VAR"), 2u);
+  EXPECT_TRUE(files.count("src/alias.c"));
+  EXPECT_TRUE(files.count("src/inner.c"));
+  EXPECT_EQ(names.count("GOOD_THREADS"), 1u);
+  EXPECT_TRUE(has_code(f, "walk-link-dir"));
+  EXPECT_TRUE(has_code(f, "walk-bad-link"));    // the a <-> b loop
+  EXPECT_TRUE(has_code(f, "skip-not-source"));  // the FIFO, never opened
+}
+
+// A root that is a FIFO is skipped, not opened (opening it would block for ever).
+TEST(ExtractHostile, FifoRootIsNotOpened) {
+  TempTree t;
+  ASSERT_EQ(mkfifo((t.root / "pipe.c").c_str(), 0600), 0);
+  ExtractOptions o;
+  o.paths = {(t.root / "pipe.c").string()};
+  o.api_controls = false;
+  auto start = std::chrono::steady_clock::now();
+  Facts f = extract(o);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 20.0);
+  EXPECT_TRUE(has_code(f, "skip-not-source"));
+  EXPECT_EQ(f.files_scanned, 0u);
 }
