@@ -51,6 +51,9 @@ const CommandRegistration serve_registration(80, [](CLI::App& app, Context& ctx)
   serve->add_flag("--public-read", o.public_read, "allow GET requests without a token");
   serve->add_option("--source-root", o.source_roots, "directory that dir/tarball/local git sources must lie in (repeatable)")
       ->check(CLI::ExistingDirectory);
+  serve->add_option("--allow-outbound", o.allow_outbound,
+                    "internal address, CIDR or host name that git, tarball and LLM URLs may reach (repeatable; "
+                    "loopback, private and link-local ranges are refused otherwise)");
   serve->add_option("--work-dir", o.work_dir, "where fetched sources are cached (default: beside the store)");
   serve->add_option("--workers", o.workers, "jobs running at once")->capture_default_str();
   serve->add_option("--queue", o.queue_capacity, "jobs waiting before POST answers 429")->capture_default_str();

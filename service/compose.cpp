@@ -47,7 +47,7 @@ ComposeAnswer compose_hypotheses(const json& body, const std::string& db_path, j
   }
   tuner::NamedComposition req;
   for (auto& l : body["libraries"]) {
-    if (!l.is_string() || !std::regex_match(l.get<std::string>(), name_re))
+    if (!l.is_string() || l.get<std::string>().size() > 128 || !std::regex_match(l.get<std::string>(), name_re))
       return {400, "bad-library",
               "invalid library name in 'libraries': " +
                   (l.is_string() ? l.get<std::string>().substr(0, 100) : std::string("a ") + l.type_name()),

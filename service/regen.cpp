@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -237,6 +238,15 @@ SourcePolicy policy_of(const RegenConfig& cfg) {
   SourcePolicy p;
   p.roots = cfg.source_roots;
   p.work_dir = cfg.work_dir;
+  // The config is the operator's own: the hosts it names may be reached even when internal
+  // (redirects from them to other internal hosts are still refused).
+  p.outbound.allow = cfg.allow_outbound;
+  if (cfg.llm) allow_host_of(p.outbound, cfg.llm->url);
+  for (const auto& lib : cfg.libraries)
+    for (const auto& f : lib.feeds) {
+      if (f.kind == Feed::Kind::Git) allow_host_of(p.outbound, f.url);
+      for (const auto& [v, s] : f.releases) allow_host_of(p.outbound, s.url);
+    }
   return p;
 }
 
@@ -278,6 +288,9 @@ bool list_releases(const TrackedLibrary& lib, const SourcePolicy& policy, std::v
         }
         std::regex re(f.tag_pattern);
         for (auto& t : tags) {
+          // A remote's tags are untrusted: std::regex recurses per character, so an
+          // overlong one never reaches it (no ref a source may name is longer).
+          if (t.size() > 255) continue;
           std::smatch m;
           if (!std::regex_search(t, m, re)) continue;
           std::string v = m.size() > 1 && m[1].matched ? m[1].str() : t;
@@ -406,6 +419,25 @@ ReleaseOutcome build_release(store::Store& st, const SourcePolicy& policy, const
     return o;
   };
 
+  // The LLM endpoint is outbound like a source: a literal address is refused before anything
+  // runs; a name is resolved and checked right before each connection (connect_to), and the
+  // client connects to the address that passed.
+  std::optional<synth::LlmConfig> llm = req.llm;
+  auto llm_denied = std::make_shared<Diagnostics>();
+  if (llm) {
+    if (!validate_outbound_url(llm->url, policy.outbound, o.diags, "llm.url")) return finish("failed");
+    if (!policy.outbound.allow_all)
+      llm->connect_to = [outbound = policy.outbound, llm_denied](const std::string& host, int port) {
+        std::string address;
+        Diagnostics d;
+        if (!check_outbound_host(host, port, outbound, address, d, "llm.url")) {
+          llm_denied->append(d);
+          throw synth::LlmError(d.items().front().message);
+        }
+        return address;
+      };
+  }
+
   FetchedSource src;
   say("fetch", 0.05, "fetching " + std::string(to_string(req.source.kind)) + " source");
   if (!fetch_source(req.source, policy, src, o.diags, cancelled, [&](const std::string& l) { say("fetch", 0.1, l); }))
@@ -472,7 +504,7 @@ ReleaseOutcome build_release(store::Store& st, const SourcePolicy& policy, const
     eo.library = req.library;
     eo.threads = 2;
     facts = extract::extract(eo);
-    std::string facts_digest = st.put_facts(extract::to_json(facts).dump());
+    std::string facts_digest = st.put_facts(extract::to_json(facts).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     db.prepare("INSERT OR REPLACE INTO service_facts_cache(input_digest, facts_digest) VALUES (?1, ?2)")
         .bind_all(src.digest, facts_digest)
         .run();
@@ -487,7 +519,7 @@ ReleaseOutcome build_release(store::Store& st, const SourcePolicy& policy, const
   synth::SynthOptions so;
   so.library = req.library;
   so.version = req.version;
-  so.llm = req.llm;
+  so.llm = llm;
   so.overlays = req.overlays;
   so.cancelled = cancelled;
   so.progress = [&](const std::string& l) { say("synthesize", 0.6, l); };
@@ -498,7 +530,8 @@ ReleaseOutcome build_release(store::Store& st, const SourcePolicy& policy, const
   } catch (const synth::Cancelled&) {
     return finish("cancelled");
   } catch (const synth::LlmError& e) {
-    o.diags.error(SourceLoc{"llm", 0, 0}, e.what(), "llm-error", "check the endpoint, model and API key");
+    if (!llm_denied->empty()) o.diags.append(*llm_denied);  // "outbound-denied", with its hint
+    else o.diags.error(SourceLoc{"llm", 0, 0}, e.what(), "llm-error", "check the endpoint, model and API key");
     return finish("failed");
   }
   o.converged = sr.converged;

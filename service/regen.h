@@ -46,6 +46,8 @@ struct RegenConfig {
   std::string db_path;                 // "store"; the CLI's --db overrides
   std::string work_dir;                // fetched sources; default: <config dir>/.syspilot-work
   std::vector<std::string> source_roots;
+  // Outbound hosts allowed beyond those the config names (the server's --allow-outbound).
+  std::vector<std::string> allow_outbound;
   std::optional<synth::LlmConfig> llm; // "llm": {"url", "model", "api_key_env"}; absent: offline drafter
   std::string changelog;               // where `syspilot regen` writes the Markdown changelog (optional)
   std::vector<TrackedLibrary> libraries;

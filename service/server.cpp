@@ -19,6 +19,7 @@
 #include "service/jobs.h"
 #include "service/json_forms.h"
 #include "service/metrics.h"
+#include "service/outbound.h"
 #include "service/regen.h"
 #include "service/schema.h"
 #include "service/service.h"
@@ -525,6 +526,12 @@ struct Service::Impl {
         send_error(res, 400, "bad-llm", "'llm' must be an object with a string 'url' (and 'model', 'api_key')");
         return;
       }
+      Diagnostics ld;
+      if (!validate_outbound_url(l["url"].get<std::string>(), policy.outbound, ld, "llm.url")) {
+        const auto& first = ld.items().front();
+        send_error(res, 400, first.code.empty() ? "bad-llm" : first.code, first.message, first.hint, to_json(ld));
+        return;
+      }
       for (const char* k : {"model", "api_key"})
         if (l.contains(k) && !l[k].is_string()) {
           send_error(res, 400, "bad-llm", std::string("'llm.") + k + "' must be a string");
@@ -876,15 +883,20 @@ std::unique_ptr<Service> Service::create(ServiceOptions opts, Diagnostics& diags
     if (!load_regen_config(opts.regen_config, cfg, diags)) return nullptr;
     impl->regen = std::move(cfg);
   }
+  if (!validate_allow_list(opts.allow_outbound, diags)) return nullptr;
   impl->policy.roots = opts.source_roots;
   impl->policy.work_dir = opts.work_dir;
+  impl->policy.outbound.allow = opts.allow_outbound;
   if (impl->regen) {
     // Tracked feeds may name their own roots; the service serves both.
     for (auto& r : impl->regen->source_roots) impl->policy.roots.push_back(r);
     impl->regen->work_dir = opts.work_dir;
     impl->regen->source_roots = impl->policy.roots;
+    impl->regen->allow_outbound = opts.allow_outbound;
   }
   impl->default_llm = synth::llm_config_from_env();
+  // The operator's own endpoint stays reachable even on an internal address.
+  if (impl->default_llm) allow_host_of(impl->policy.outbound, impl->default_llm->url);
   impl->opts = std::move(opts);
   Impl* p = impl.get();
   JobQueue::Options jo{p->opts.db_path, p->opts.workers, p->opts.queue_capacity, 3,

@@ -40,6 +40,9 @@ struct ServiceOptions {
   bool public_read = false;            // reads without a token
   Limits limits;
   std::vector<std::string> source_roots;  // "dir"/"tarball" paths and local git repos must lie inside
+  // Internal addresses that git, tarball and LLM URLs may reach (CIDR, address or host name);
+  // loopback, private and link-local ranges are refused otherwise (docs/service.md, Security).
+  std::vector<std::string> allow_outbound;
   std::string work_dir;                // fetched sources and apt state; default: <db dir>/syspilot-work
   int workers = 2;                     // jobs running at once
   int queue_capacity = 16;             // jobs waiting; beyond it POST gets 429

@@ -1,18 +1,25 @@
 // Source inputs: parsing, validation before anything runs, and fetching into a content-keyed
-// cache (git trees by tree id, Debian packages by their .dsc digest, tarballs by file digest).
+// cache (git trees by tree id, Debian packages by their .dsc digest, tarballs by file digest);
+// archives are capped on a listing before unpacking and their links checked after.
 #include "service/sources.h"
 
 #include <openssl/evp.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <set>
+#include <sstream>
 
 #include "service/process.h"
 #include "store/store.h"
@@ -70,15 +77,131 @@ bool check_argument(const std::string& value, const std::string& name, Diagnosti
   return true;
 }
 
-std::string url_scheme(const std::string& url) {
-  static const std::regex scheme_re("^([A-Za-z][A-Za-z0-9+.-]*)://");
-  std::smatch m;
-  if (std::regex_search(url, m, scheme_re)) {
-    std::string s = m[1];
-    std::transform(s.begin(), s.end(), s.begin(), ::tolower);
-    return s;
+// Validation is plain character loops, not std::regex: libstdc++ matches recursively, one
+// stack frame per character, and a 100 KB value from a request overflowed the stack.
+bool all_of_set(const std::string& s, size_t from, const char* extra) {
+  for (size_t i = from; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (!std::isalnum(c) && !std::strchr(extra, c)) return false;
   }
-  return {};
+  return true;
+}
+
+// A tag or branch: [A-Za-z0-9_][A-Za-z0-9._/+-]*, no "..", not ending in '/' or '.'.
+bool valid_ref(const std::string& r) {
+  if (r.empty() || !(std::isalnum(static_cast<unsigned char>(r[0])) || r[0] == '_')) return false;
+  return all_of_set(r, 1, "._/+-") && r.find("..") == std::string::npos && r.back() != '/' && r.back() != '.';
+}
+
+// A Debian source package name: [a-z0-9][a-z0-9+.-]+.
+bool valid_package(const std::string& p) {
+  if (p.size() < 2) return false;
+  for (unsigned char c : p)
+    if (!(std::islower(c) || std::isdigit(c) || c == '+' || c == '.' || c == '-')) return false;
+  return std::isalnum(static_cast<unsigned char>(p[0]));
+}
+
+// A Debian version: ([0-9]+:)?[0-9][A-Za-z0-9.+~-]*.
+bool valid_debian_version(const std::string& v) {
+  size_t start = 0;
+  if (auto colon = v.find(':'); colon != std::string::npos) {
+    if (colon == 0 || !std::all_of(v.begin(), v.begin() + static_cast<long>(colon), ::isdigit)) return false;
+    start = colon + 1;
+  }
+  return start < v.size() && std::isdigit(static_cast<unsigned char>(v[start])) && all_of_set(v, start + 1, ".+~-");
+}
+
+// A Debian suite: [a-z][a-z0-9-]*.
+bool valid_suite(const std::string& s) {
+  if (s.empty() || !std::islower(static_cast<unsigned char>(s[0]))) return false;
+  for (unsigned char c : s)
+    if (!(std::islower(c) || std::isdigit(c) || c == '-')) return false;
+  return true;
+}
+
+// Every value a request can carry has a length limit, checked before anything else.
+bool check_length(const std::string& value, const std::string& name, size_t max, Diagnostics& diags) {
+  if (value.size() <= max) return true;
+  diags.error(field(name), "'" + name + "' is " + std::to_string(value.size()) + " characters long; the limit is " +
+                               std::to_string(max),
+              "too-long", "send a shorter value");
+  return false;
+}
+
+bool within_limits(const SourceSpec& s, Diagnostics& diags) {
+  bool ok = check_length(s.url, "url", kMaxUrlLength, diags) && check_length(s.path, "path", 4096, diags) &&
+            check_length(s.ref, "ref", 255, diags) && check_length(s.package, "package", 128, diags) &&
+            check_length(s.version, "version", 128, diags);
+  if (ok && s.suites.size() > 16) {
+    diags.error(field("suites"), "at most 16 suites", "too-long", "name fewer suites");
+    ok = false;
+  }
+  for (size_t i = 0; ok && i < s.suites.size(); ++i) ok = check_length(s.suites[i], "suites", 64, diags);
+  if (ok && s.fallback_versions.size() > 32) {
+    diags.error(field("fallback_versions"), "at most 32 fallback versions", "too-long", "name fewer versions");
+    ok = false;
+  }
+  for (size_t i = 0; ok && i < s.fallback_versions.size(); ++i)
+    ok = check_length(s.fallback_versions[i], "fallback_versions", 128, diags);
+  return ok;
+}
+
+std::string url_scheme(const std::string& url) {
+  size_t i = 0;
+  while (i < url.size() && (std::isalnum(static_cast<unsigned char>(url[i])) || url[i] == '+' || url[i] == '.' ||
+                            url[i] == '-'))
+    ++i;
+  if (i == 0 || !std::isalpha(static_cast<unsigned char>(url[0])) || url.compare(i, 3, "://") != 0) return {};
+  std::string s = url.substr(0, i);
+  std::transform(s.begin(), s.end(), s.begin(), ::tolower);
+  return s;
+}
+
+// A network URL for git or a download: no credentials (ssh may name a user), and a host
+// written as an address must be allowed. Names are resolved and checked when fetching.
+void check_network_url(const std::string& url, const std::string& scheme, const SourcePolicy& policy,
+                       Diagnostics& diags) {
+  validate_outbound_url(url, policy.outbound, diags, "source.url", scheme == "ssh");
+}
+
+// Git's options for a remote URL. Redirects are off, not "initial": the first request is
+// exactly the one a hostile server would redirect to an internal address. For http(s), curl
+// connects to the address the policy checked (http.curloptResolve), not to a second DNS answer.
+std::vector<std::string> git_command(const Url* remote = nullptr, const std::string& address = {}) {
+  std::vector<std::string> git = {"git", "-c", "protocol.ext.allow=never", "-c", "protocol.file.allow=always",
+                                  "-c", "http.followRedirects=false"};
+  if (remote && !address.empty() && (remote->scheme == "http" || remote->scheme == "https")) {
+    std::string a = address.find(':') != std::string::npos ? "[" + address + "]" : address;
+    git.insert(git.end(), {"-c", "http.curloptResolve=" + remote->host + ":" + std::to_string(remote->port) + ":" + a});
+  }
+  return git;
+}
+
+// Right before git connects: file URLs and paths are governed by the roots; any other URL's
+// host must resolve to allowed addresses only.
+bool check_git_remote(const std::string& url, const SourcePolicy& policy, std::vector<std::string>& git,
+                      Diagnostics& diags) {
+  std::string scheme = url_scheme(url);
+  if (scheme.empty() || scheme == "file") {
+    git = git_command();
+    return true;
+  }
+  Url u;
+  std::string address;
+  if (!check_outbound(url, policy.outbound, u, address, diags, "source.url")) return false;
+  git = git_command(&u, address);
+  return true;
+}
+
+// What a job stores and echoes: validation refuses credentials, and should one slip
+// through, the stored form carries none (an ssh user name is not a secret).
+std::string stored_url(const std::string& url) {
+  Url u;
+  std::string why;
+  if (!parse_url(url, u, why) || u.userinfo.empty()) return url;
+  if (u.scheme == "ssh" && u.userinfo.find(':') == std::string::npos) return url;
+  auto at = url.find('@', url.find("://") + 3);
+  return url.substr(0, url.find("://") + 3) + url.substr(at + 1);
 }
 
 bool scheme_allowed(const std::string& scheme, const SourcePolicy& policy) {
@@ -132,9 +255,11 @@ std::mutex& lock_for(const std::string& key) {
 
 bool run_tool(const std::vector<std::string>& argv, const SourcePolicy& policy, const Cancel& cancel,
               Diagnostics& diags, const std::string& what, ProcessResult* result = nullptr,
-              const std::string& cwd = {}, std::map<std::string, std::string> env = {}) {
+              const std::string& cwd = {}, std::map<std::string, std::string> env = {},
+              size_t max_output = 1 << 20) {
   ProcessOptions po;
   po.timeout_s = policy.fetch_timeout_s;
+  po.max_output = max_output;
   po.cancelled = cancel;
   po.cwd = cwd;
   env.emplace("GIT_TERMINAL_PROMPT", "0");
@@ -177,6 +302,343 @@ std::string single_child_or_self(const fs::path& dir) {
   return dir.string();
 }
 
+// ---- Archives: listed and capped before unpacking, scanned for links after ----
+
+// `p` and `root` are real paths: a prefix test on whole components.
+bool inside_tree(const fs::path& p, const fs::path& root) {
+  const std::string& a = p.native();
+  const std::string& r = root.native();
+  if (r == "/") return !a.empty() && a[0] == '/';
+  return a == r || (a.size() > r.size() && a.compare(0, r.size(), r) == 0 && a[r.size()] == '/');
+}
+
+// Whether a link target, read from the folder `from` inside the archive ("" for its top),
+// leaves the tree: absolute, or more `..` than folders above it. Lexical only: the unpacked
+// tree is checked again on real paths (links through links).
+bool leaves_tree(const std::string& from, const std::string& target) {
+  if (!target.empty() && target[0] == '/') return true;
+  long depth = 0;
+  for (const std::string* part : {&from, &target}) {
+    size_t i = 0;
+    while (i <= part->size()) {
+      size_t slash = part->find('/', i);
+      if (slash == std::string::npos) slash = part->size();
+      std::string c = part->substr(i, slash - i);
+      if (c == "..") {
+        if (--depth < 0) return true;
+      } else if (!c.empty() && c != ".") {
+        ++depth;
+      }
+      i = slash + 1;
+    }
+  }
+  return false;
+}
+
+// One name as GNU tar's --quoting-style=c prints it, starting at s[i] == '"'; i ends past it.
+bool read_c_quoted(const std::string& s, size_t& i, std::string& out) {
+  if (i >= s.size() || s[i] != '"') return false;
+  out.clear();
+  for (++i; i < s.size(); ++i) {
+    char c = s[i];
+    if (c == '"') {
+      ++i;
+      return true;
+    }
+    if (c != '\\') {
+      out += c;
+      continue;
+    }
+    if (++i >= s.size()) return false;
+    c = s[i];
+    if (c >= '0' && c <= '7') {
+      int v = 0;
+      for (int n = 0; n < 3 && i < s.size() && s[i] >= '0' && s[i] <= '7'; ++n, ++i) v = v * 8 + (s[i] - '0');
+      --i;
+      out += static_cast<char>(v);
+      continue;
+    }
+    switch (c) {
+      case 'n': out += '\n'; break;
+      case 't': out += '\t'; break;
+      case 'r': out += '\r'; break;
+      case 'a': out += '\a'; break;
+      case 'b': out += '\b'; break;
+      case 'f': out += '\f'; break;
+      case 'v': out += '\v'; break;
+      default: out += c;  // \\ \" \?
+    }
+  }
+  return false;
+}
+
+struct ArchiveListing {
+  uint64_t entries = 0;
+  uint64_t bytes = 0;                     // what the members unpack to (sparse files at full size)
+  std::vector<std::string> escaping_hardlinks;  // "member -> target"
+  std::vector<std::string> special;       // devices, FIFOs, sockets
+};
+
+// Lines of `tar --list --verbose --numeric-owner --full-time --quoting-style=c
+// --absolute-names`: mode, uid/gid, size, date, time, "name", then ` -> "target"` for a
+// symbolic link or ` link to "target"` for a hard link. False on a line of another shape.
+bool parse_tar_listing(const std::string& text, ArchiveListing& out, std::string& bad) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    std::string line = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (line.empty()) continue;
+    size_t q = line.find('"');
+    std::istringstream head(line.substr(0, q == std::string::npos ? 0 : q));
+    std::string mode, owner, size;
+    head >> mode >> owner >> size;
+    std::string name, target;
+    size_t i = q;
+    if (q == std::string::npos || mode.empty() || !read_c_quoted(line, i, name)) {
+      bad = line.substr(0, 200);
+      return false;
+    }
+    if (line.compare(i, 4, " -> ") == 0) i += 4;
+    else if (line.compare(i, 9, " link to ") == 0) i += 9;
+    if (i < line.size() && line[i] == '"' && !read_c_quoted(line, i, target)) {
+      bad = line.substr(0, 200);
+      return false;
+    }
+    ++out.entries;
+    switch (mode[0]) {
+      case 'd': case 'l': break;  // symbolic links leading out are removed after unpacking
+      case 'h':
+        // GNU tar would strip a leading '/' or '../', but no honest archive names one
+        if (leaves_tree("", target)) out.escaping_hardlinks.push_back(name + " -> " + target);
+        break;
+      case 'c': case 'b': case 'p': case 's': out.special.push_back(name); break;
+      default: {
+        char* end = nullptr;
+        errno = 0;
+        unsigned long long n = std::strtoull(size.c_str(), &end, 10);
+        if (size.empty() || *end != '\0' || errno != 0) {
+          bad = line.substr(0, 200);
+          return false;
+        }
+        out.bytes = n > UINT64_MAX - out.bytes ? UINT64_MAX : out.bytes + n;
+      }
+    }
+  }
+  return true;
+}
+
+std::string mib(uint64_t bytes) {
+  if (bytes < (1u << 20)) return std::to_string((bytes + 1023) / 1024) + " KiB";
+  return std::to_string(bytes >> 20) + " MiB";
+}
+
+const char* kCapHint = "the service refuses likely archive bombs; use a smaller source, or raise the cap "
+                       "(SourcePolicy archive_max_*) for a trusted one";
+
+// The caps on entries and unpacked size; `packed` (the archive file's size, 0 when not
+// compressed data) adds the ratio cap.
+bool within_caps(uint64_t entries, uint64_t bytes, uint64_t packed, const std::string& label,
+                 const SourcePolicy& policy, Diagnostics& diags) {
+  SourceLoc loc{label, 0, 0};
+  if (entries > policy.archive_max_entries) {
+    diags.error(loc, "archive has " + std::to_string(entries) + " entries, over the limit of " +
+                         std::to_string(policy.archive_max_entries), "archive-too-many-entries", kCapHint);
+    return false;
+  }
+  if (bytes > policy.archive_max_bytes) {
+    diags.error(loc, "archive unpacks to " + mib(bytes) + ", over the limit of " + mib(policy.archive_max_bytes),
+                "archive-too-large", kCapHint);
+    return false;
+  }
+  if (packed > 0 && bytes > policy.archive_ratio_floor &&
+      static_cast<double>(bytes) > policy.archive_max_ratio * static_cast<double>(packed)) {
+    diags.error(loc, "archive unpacks to " + mib(bytes) + " from " + mib(packed) + " (" +
+                         std::to_string(bytes / packed) + ":1, over the limit of " +
+                         std::to_string(static_cast<long long>(policy.archive_max_ratio)) + ":1)",
+                "archive-ratio", kCapHint);
+    return false;
+  }
+  return true;
+}
+
+// Room for the listing of an archive at the entry cap (a line is ~100 bytes plus the name);
+// a longer listing is itself a refusal.
+size_t listing_cap(const SourcePolicy& policy) {
+  uint64_t cap = policy.archive_max_entries * 512;
+  return static_cast<size_t>(std::clamp<uint64_t>(cap, 1u << 20, 256u << 20));
+}
+
+// Lists `file` with GNU tar (bounded in time by run_tool, in memory by listing_cap) and
+// refuses it before anything is written: over a cap, a hard link leaving the tree, or a
+// device, FIFO or socket member.
+bool check_archive(const fs::path& file, const std::string& label, const SourcePolicy& policy,
+                   const Cancel& cancel, Diagnostics& diags) {
+  ProcessResult r;
+  size_t cap = listing_cap(policy);
+  if (!run_tool({"tar", "--list", "--verbose", "--numeric-owner", "--full-time", "--quoting-style=c",
+                 "--absolute-names", "--file=" + file.string()},
+                policy, cancel, diags, "tar --list " + label, &r, {}, {}, cap)) {
+    if (!r.cancelled) {
+      diags.items().back().code = "archive-unreadable";
+      diags.items().back().hint = "give a tar archive, plain or compressed with gzip, bzip2, xz or zstd";
+    }
+    return false;
+  }
+  SourceLoc loc{label, 0, 0};
+  if (r.out.size() >= cap) {
+    diags.error(loc, "archive listing is over " + mib(cap) + ": too many entries or names too long",
+                "archive-too-many-entries", kCapHint);
+    return false;
+  }
+  ArchiveListing l;
+  std::string bad;
+  if (!parse_tar_listing(r.out, l, bad)) {
+    diags.error(loc, "unexpected line in the archive listing: " + bad, "archive-unreadable",
+                "give a tar archive, plain or compressed with gzip, bzip2, xz or zstd");
+    return false;
+  }
+  std::error_code ec;
+  uint64_t packed = fs::file_size(file, ec);
+  if (!within_caps(l.entries, l.bytes, ec ? 0 : packed, label, policy, diags)) return false;
+  if (!l.escaping_hardlinks.empty()) {
+    diags.error(loc, "archive has a hard link leading outside its tree: " + l.escaping_hardlinks.front() +
+                         (l.escaping_hardlinks.size() > 1
+                              ? " (and " + std::to_string(l.escaping_hardlinks.size() - 1) + " more)"
+                              : ""),
+                "archive-link-escape", "hard links must name a member of the same archive");
+    return false;
+  }
+  if (!l.special.empty()) {
+    diags.error(loc, "archive has a device, FIFO or socket member: " + l.special.front(), "archive-special-file",
+                "source archives hold files, folders and links only");
+    return false;
+  }
+  return true;
+}
+
+// Defence in depth after any unpacking (tar, git archive, dpkg-source), on real paths:
+// symbolic links whose target resolves outside `dir` (or loops) are removed, as are
+// files whose inode has links outside the tree and anything but files, folders and links;
+// the caps are checked again on what was written.
+bool sanitize_tree(const fs::path& dir, const std::string& label, const SourcePolicy& policy,
+                   Diagnostics& diags) {
+  SourceLoc loc{label, 0, 0};
+  std::error_code ec;
+  fs::path root = fs::canonical(dir, ec);
+  if (ec) {
+    diags.error(loc, "unpacked tree cannot be read: " + ec.message(), "archive-unreadable");
+    return false;
+  }
+  uint64_t entries = 0, bytes = 0;
+  std::vector<std::pair<fs::path, std::string>> bad_links;  // path, link text
+  std::vector<fs::path> special;
+  struct Inode {
+    nlink_t links = 0;
+    std::vector<fs::path> paths;
+  };
+  std::map<std::pair<dev_t, ino_t>, Inode> shared;
+  fs::recursive_directory_iterator it(root, ec), end;  // never follows folder links
+  for (; !ec && it != end; it.increment(ec)) {
+    const fs::path& p = it->path();
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0) continue;
+    ++entries;
+    if (S_ISLNK(st.st_mode)) {
+      // resolved from its text, so a dangling link to /etc/x counts as leading out too
+      std::error_code lec;
+      fs::path text = fs::read_symlink(p, lec);
+      fs::path target = lec ? fs::path() : fs::weakly_canonical(text.is_absolute() ? text : p.parent_path() / text, lec);
+      if (lec || !inside_tree(target, root)) bad_links.push_back({p, text.string()});
+    } else if (S_ISREG(st.st_mode)) {
+      bytes += static_cast<uint64_t>(st.st_size);
+      if (st.st_nlink > 1) {
+        auto& in = shared[{st.st_dev, st.st_ino}];
+        in.links = st.st_nlink;
+        in.paths.push_back(p);
+      }
+    } else if (!S_ISDIR(st.st_mode)) {
+      special.push_back(p);
+    }
+  }
+  if (ec) {
+    diags.error(loc, "unpacked tree cannot be read: " + ec.message(), "archive-unreadable");
+    return false;
+  }
+  if (!within_caps(entries, bytes, 0, label, policy, diags)) return false;
+  std::vector<fs::path> outside_hardlinks;
+  for (auto& [key, in] : shared)
+    if (in.paths.size() < in.links) outside_hardlinks.insert(outside_hardlinks.end(), in.paths.begin(), in.paths.end());
+  auto rel = [&](const fs::path& p) { return p.lexically_relative(root).string(); };
+  if (!outside_hardlinks.empty()) {
+    diags.error(loc, "unpacked file shares its data with a file outside the tree (hard link): " +
+                         rel(outside_hardlinks.front()),
+                "archive-link-escape", "hard links must name a member of the same archive");
+    return false;
+  }
+  if (!bad_links.empty()) {
+    std::string examples;
+    for (size_t i = 0; i < bad_links.size() && i < 3; ++i)
+      examples += (i ? ", " : "") + rel(bad_links[i].first) + " -> " + bad_links[i].second;
+    for (auto& [p, text] : bad_links) fs::remove(p, ec);
+    diags.warning(loc, "removed " + std::to_string(bad_links.size()) +
+                           " symbolic link(s) leading outside the tree: " + examples +
+                           (bad_links.size() > 3 ? ", ..." : ""),
+                  "archive-link-dropped", "links are kept only when they stay inside the unpacked tree");
+  }
+  if (!special.empty()) {
+    for (auto& p : special) fs::remove(p, ec);
+    diags.warning(loc, "removed " + std::to_string(special.size()) + " device, FIFO or socket file(s): " +
+                           rel(special.front()), "archive-special-file");
+  }
+  return true;
+}
+
+// GNU tar with owners and modes not kept, then the tree checked on real paths.
+bool unpack_tar(const fs::path& file, const fs::path& into, const std::string& label, const SourcePolicy& policy,
+                const Cancel& cancel, Diagnostics& diags) {
+  // GNU tar strips leading '/', refuses members with '..', and creates links that lead out
+  // of the tree only after every file is written, so nothing is written through one.
+  return run_tool({"tar", "-xf", file.string(), "-C", into.string(), "--no-same-owner", "--no-same-permissions"},
+                  policy, cancel, diags, "tar -xf " + label) &&
+         sanitize_tree(into, label, policy, diags);
+}
+
+// A git tree's size and entry count from `git ls-tree -r -t -l -z`, before `git archive`
+// writes it out.
+bool check_git_tree(const std::vector<std::string>& git, const fs::path& repo, const std::string& tree,
+                    const std::string& label, const SourcePolicy& policy, const Cancel& cancel, Diagnostics& diags) {
+  std::vector<std::string> argv = git;
+  argv.insert(argv.end(), {"-C", repo.string(), "ls-tree", "-r", "-t", "-l", "-z", "--full-tree", tree});
+  ProcessResult r;
+  size_t cap = listing_cap(policy);
+  if (!run_tool(argv, policy, cancel, diags, "git ls-tree", &r, {}, {}, cap)) return false;
+  if (r.out.size() >= cap) {
+    diags.error(SourceLoc{label, 0, 0}, "git tree listing is over " + mib(cap) + ": too many entries",
+                "archive-too-many-entries", kCapHint);
+    return false;
+  }
+  uint64_t entries = 0, bytes = 0;
+  size_t pos = 0;
+  while (pos < r.out.size()) {
+    size_t z = r.out.find('\0', pos);
+    if (z == std::string::npos) z = r.out.size();
+    std::string rec = r.out.substr(pos, z - pos);  // "<mode> <type> <id> <size>\t<path>"
+    pos = z + 1;
+    if (rec.empty()) continue;
+    ++entries;
+    std::istringstream head(rec.substr(0, rec.find('\t')));
+    std::string mode, type, id, size;
+    head >> mode >> type >> id >> size;
+    if (type == "blob") {
+      unsigned long long n = std::strtoull(size.c_str(), nullptr, 10);
+      bytes = n > UINT64_MAX - bytes ? UINT64_MAX : bytes + n;
+    }
+  }
+  return within_caps(entries, bytes, 0, label, policy, diags);
+}
+
 const std::vector<std::string> kDefaultSuites = {"bookworm", "trixie", "sid"};
 
 std::vector<std::string> apt_options(const fs::path& state) {
@@ -192,11 +654,10 @@ std::vector<std::string> apt_options(const fs::path& state) {
 bool prepare_apt(const std::vector<std::string>& suites_in, const SourcePolicy& policy, Diagnostics& diags,
                  const Cancel& cancel, fs::path& state) {
   const auto& suites = suites_in.empty() ? kDefaultSuites : suites_in;
-  static const std::regex suite_re("^[a-z][a-z0-9-]*$");
   std::string key;
   for (auto& s : suites) {
-    if (!std::regex_match(s, suite_re)) {
-      diags.error(SourceLoc{"suites", 0, 0}, "invalid Debian suite name: " + s, "bad-source",
+    if (s.size() > 64 || !valid_suite(s)) {
+      diags.error(SourceLoc{"suites", 0, 0}, "invalid Debian suite name: " + s.substr(0, 64), "bad-source",
                   "use names like bookworm, trixie, sid");
       return false;
     }
@@ -308,7 +769,7 @@ bool parse_source(const json& j, SourceSpec& out, Diagnostics& diags) {
 json to_json(const SourceSpec& s) {
   json j = {{"kind", to_string(s.kind)}};
   if (!s.path.empty()) j["path"] = s.path;
-  if (!s.url.empty()) j["url"] = s.url;
+  if (!s.url.empty()) j["url"] = stored_url(s.url);
   if (!s.ref.empty()) j["ref"] = s.ref;
   if (!s.package.empty()) j["package"] = s.package;
   if (!s.version.empty()) j["version"] = s.version;
@@ -355,6 +816,7 @@ std::string confine_path(const std::string& path, const std::vector<std::string>
 
 bool validate_source(const SourceSpec& s, const SourcePolicy& policy, Diagnostics& diags) {
   size_t before = diags.error_count();
+  if (!within_limits(s, diags)) return false;
   switch (s.kind) {
     case SourceSpec::Kind::Dir: {
       std::string real = confine_path(s.path, policy.roots, "path", diags);
@@ -364,8 +826,8 @@ bool validate_source(const SourceSpec& s, const SourcePolicy& policy, Diagnostic
     }
     case SourceSpec::Kind::Git: {
       if (!check_argument(s.url, "url", diags)) break;
-      if (s.url.find("::") != std::string::npos) {
-        diags.error(field("url"), "git remote helpers ('transport::address') are not allowed: " + s.url,
+      if (s.url.find("::") != std::string::npos && url_scheme(s.url).empty()) {
+        diags.error(field("url"), "git remote helpers ('transport::address') are not allowed: " + redact_url(s.url),
                     "url-scheme", "use an https, git, ssh or file URL");
         break;
       }
@@ -374,38 +836,36 @@ bool validate_source(const SourceSpec& s, const SourcePolicy& policy, Diagnostic
         if (s.url[0] == '/') {
           confine_path(s.url, policy.roots, "url", diags);
         } else {
-          diags.error(field("url"), "not a URL or absolute path: " + s.url, "url-scheme",
+          diags.error(field("url"), "not a URL or absolute path: " + redact_url(s.url), "url-scheme",
                       "use https://host/repo.git or an absolute path inside a source root");
         }
       } else if (!scheme_allowed(scheme, policy)) {
-        diags.error(field("url"), "URL scheme '" + scheme + "' is not allowed", "url-scheme",
+        diags.error(field("url"), "URL scheme '" + scheme.substr(0, 32) + "' is not allowed", "url-scheme",
                     "use one of the allowed schemes");
       } else if (scheme == "file") {
         confine_path(s.url.substr(7), policy.roots, "url", diags);
+      } else {
+        check_network_url(s.url, scheme, policy, diags);
       }
       if (s.ref.empty()) {
         diags.error(field("ref"), "a git source needs 'ref' (a tag)", "bad-source", "add \"ref\": \"v1.2.3\"");
         break;
       }
-      static const std::regex ref_re("^[A-Za-z0-9_][A-Za-z0-9._/+-]*$");
       if (!check_argument(s.ref, "ref", diags)) break;
-      if (!std::regex_match(s.ref, ref_re) || s.ref.find("..") != std::string::npos ||
-          s.ref.back() == '/' || s.ref.back() == '.')
+      if (!valid_ref(s.ref))
         diags.error(field("ref"), "invalid git ref: " + s.ref, "bad-source",
                     "use a tag name of letters, digits and . _ / + -");
       break;
     }
     case SourceSpec::Kind::DebianSource: {
-      static const std::regex pkg_re("^[a-z0-9][a-z0-9+.-]+$");
-      static const std::regex ver_re("^([0-9]+:)?[0-9][A-Za-z0-9.+~-]*$");
-      if (check_argument(s.package, "package", diags) && !std::regex_match(s.package, pkg_re))
+      if (check_argument(s.package, "package", diags) && !valid_package(s.package))
         diags.error(field("package"), "invalid Debian source package name: " + s.package, "bad-source",
                     "lowercase letters, digits and + . - (e.g. openblas)");
-      if (check_argument(s.version, "version", diags) && !std::regex_match(s.version, ver_re))
+      if (check_argument(s.version, "version", diags) && !valid_debian_version(s.version))
         diags.error(field("version"), "invalid Debian version: " + s.version, "bad-source",
                     "an exact version such as 0.3.21+ds-4");
       for (auto& v : s.fallback_versions)
-        if (check_argument(v, "fallback_versions", diags) && !std::regex_match(v, ver_re))
+        if (check_argument(v, "fallback_versions", diags) && !valid_debian_version(v))
           diags.error(field("fallback_versions"), "invalid Debian version: " + v, "bad-source",
                       "exact versions such as 0.3.21+ds-3");
       break;
@@ -418,10 +878,12 @@ bool validate_source(const SourceSpec& s, const SourcePolicy& policy, Diagnostic
       } else if (check_argument(s.url, "url", diags)) {
         std::string scheme = url_scheme(s.url);
         if (scheme != "https" && scheme != "http")
-          diags.error(field("url"), "tarballs are fetched over http or https only: " + s.url, "url-scheme",
+          diags.error(field("url"), "tarballs are fetched over http or https only: " + redact_url(s.url), "url-scheme",
                       "use an https:// URL or a local path inside a source root");
         else if (!scheme_allowed(scheme, policy))
           diags.error(field("url"), "URL scheme '" + scheme + "' is not allowed", "url-scheme");
+        else
+          check_network_url(s.url, scheme, policy, diags);
       }
       break;
     }
@@ -437,29 +899,31 @@ bool fetch_git(const SourceSpec& s, const SourcePolicy& policy, FetchedSource& o
   std::error_code ec;
   fs::create_directories(cache.parent_path(), ec);
   std::lock_guard<std::mutex> g(lock_for(cache.string()));
-  const std::vector<std::string> git = {"git", "-c", "protocol.ext.allow=never", "-c", "protocol.file.allow=always"};
+  // Checked here, under the lock and right before git connects, not only at submission.
+  std::vector<std::string> git;
+  if (!check_git_remote(s.url, policy, git, diags)) return false;
   auto with = [&](std::vector<std::string> rest) {
     std::vector<std::string> a = git;
     a.insert(a.end(), rest.begin(), rest.end());
     return a;
   };
   if (!fs::exists(cache / "HEAD")) {
-    if (progress) progress("cloning " + s.url);
+    if (progress) progress("cloning " + redact_url(s.url));
     fs::remove_all(cache, ec);
     if (!run_tool(with({"clone", "--quiet", "--bare", "--", s.url, cache.string()}), policy, cancel, diags,
-                  "git clone " + s.url))
+                  "git clone " + redact_url(s.url)))
       return false;
   } else {
-    if (progress) progress("fetching " + s.url);
+    if (progress) progress("fetching " + redact_url(s.url));
     if (!run_tool(with({"-C", cache.string(), "fetch", "--quiet", "--force", "--tags", "--", s.url}), policy,
-                  cancel, diags, "git fetch " + s.url))
+                  cancel, diags, "git fetch " + redact_url(s.url)))
       return false;
   }
   ProcessResult r;
   if (!run_tool(with({"-C", cache.string(), "rev-parse", "--verify", "--quiet", "--end-of-options",
                       s.ref + "^{tree}"}),
                 policy, cancel, diags, "git rev-parse " + s.ref, &r)) {
-    diags.items().back().message = "no tag or branch '" + s.ref + "' in " + s.url;
+    diags.items().back().message = "no tag or branch '" + s.ref + "' in " + redact_url(s.url);
     diags.items().back().code = "not-found";
     diags.items().back().hint = "list the repository's tags with git ls-remote --tags";
     return false;
@@ -472,17 +936,25 @@ bool fetch_git(const SourceSpec& s, const SourcePolicy& policy, FetchedSource& o
     out.dir = dest.string();
     return true;
   }
+  std::string label = "git tree " + tree.substr(0, 12);
+  if (!check_git_tree(git, cache, tree, label, policy, cancel, diags)) return false;
   fs::path tmp = dest.string() + ".tmp";
   fs::remove_all(tmp, ec);
   fs::create_directories(tmp, ec);
   fs::path tar = tmp.string() + ".tar";
   if (!run_tool(with({"-C", cache.string(), "archive", "--format=tar", "-o", tar.string(), tree}), policy, cancel,
-                diags, "git archive"))
+                diags, "git archive")) {
+    fs::remove(tar, ec);
+    fs::remove_all(tmp, ec);
     return false;
-  bool ok = run_tool({"tar", "-xf", tar.string(), "-C", tmp.string(), "--no-same-owner", "--no-same-permissions"},
-                     policy, cancel, diags, "tar");
+  }
+  // a repository may hold links to /etc: the same checks as for any archive
+  bool ok = unpack_tar(tar, tmp, label, policy, cancel, diags);
   fs::remove(tar, ec);
-  if (!ok) return false;
+  if (!ok) {
+    fs::remove_all(tmp, ec);
+    return false;
+  }
   std::ofstream(tmp / ".fetched") << out.describe << "\n";
   fs::remove_all(dest, ec);
   fs::rename(tmp, dest, ec);
@@ -527,8 +999,18 @@ bool fetch_debian_revision(const SourceSpec& s, const std::string& version, cons
     return false;
   }
   if (progress) progress("unpacking " + dsc.filename().string());
+  // dpkg-source runs tar itself: its tarballs are listed and capped first, its tree checked after
+  for (auto& e : fs::directory_iterator(tmp, ec)) {
+    std::string name = e.path().filename().string();
+    if (name.find(".tar") != std::string::npos && fs::is_regular_file(fs::symlink_status(e.path())) &&
+        !check_archive(e.path(), name, policy, cancel, diags)) {
+      fs::remove_all(tmp, ec);
+      return false;
+    }
+  }
   if (!run_tool({"dpkg-source", "--no-check", "-x", dsc.string(), (tmp / "src").string()}, policy, cancel, diags,
-                "dpkg-source -x")) {
+                "dpkg-source -x") ||
+      !sanitize_tree(tmp / "src", s.package + "_" + version, policy, diags)) {
     fs::remove_all(tmp, ec);
     return false;
   }
@@ -598,8 +1080,8 @@ bool fetch_tarball(const SourceSpec& s, const SourcePolicy& policy, FetchedSourc
     file = dl_dir / ("download-" + store::sha256_hex(s.url).substr(0, 24));
     std::lock_guard<std::mutex> g(lock_for(file.string()));
     if (!fs::exists(file)) {
-      if (progress) progress("downloading " + s.url);
-      if (!http_download(s.url, file.string(), policy.fetch_timeout_s, cancel, diags)) return false;
+      if (progress) progress("downloading " + redact_url(s.url));
+      if (!http_download(s.url, file.string(), policy.fetch_timeout_s, cancel, diags, policy.outbound)) return false;
     }
   }
   std::string digest = sha256_file(file);
@@ -608,14 +1090,14 @@ bool fetch_tarball(const SourceSpec& s, const SourcePolicy& policy, FetchedSourc
   out.digest = "tarball:" + digest;
   out.describe = "tarball " + (s.path.empty() ? s.url : s.path);
   if (!fs::exists(dest / ".fetched")) {
+    std::string label = s.path.empty() ? redact_url(s.url) : s.path;
+    if (progress) progress("listing " + file.filename().string());
+    if (!check_archive(file, label, policy, cancel, diags)) return false;
     fs::path tmp = dest.string() + ".tmp";
     fs::remove_all(tmp, ec);
     fs::create_directories(tmp / "src", ec);
     if (progress) progress("unpacking " + file.filename().string());
-    // GNU tar strips leading '/' and refuses members with '..'; owners and modes are not kept.
-    if (!run_tool({"tar", "-xf", file.string(), "-C", (tmp / "src").string(), "--no-same-owner",
-                   "--no-same-permissions"},
-                  policy, cancel, diags, "tar -xf")) {
+    if (!unpack_tar(file, tmp / "src", label, policy, cancel, diags)) {
       fs::remove_all(tmp, ec);
       return false;
     }
@@ -654,11 +1136,11 @@ bool list_git_tags(const std::string& url, const SourcePolicy& policy, std::vect
   probe.url = url;
   probe.ref = "HEAD";
   if (!validate_source(probe, policy, diags)) return false;
+  std::vector<std::string> argv;
+  if (!check_git_remote(url, policy, argv, diags)) return false;
+  argv.insert(argv.end(), {"ls-remote", "--tags", "--", url});
   ProcessResult r;
-  if (!run_tool({"git", "-c", "protocol.ext.allow=never", "-c", "protocol.file.allow=always", "ls-remote", "--tags",
-                 "--", url},
-                policy, {}, diags, "git ls-remote " + url, &r))
-    return false;
+  if (!run_tool(argv, policy, {}, diags, "git ls-remote " + redact_url(url), &r)) return false;
   std::set<std::string> seen;
   size_t pos = 0;
   while (pos < r.out.size()) {
@@ -671,6 +1153,9 @@ bool list_git_tags(const std::string& url, const SourcePolicy& policy, std::vect
     if (ref.rfind("refs/tags/", 0) != 0) continue;
     ref = ref.substr(10);
     if (ref.size() > 3 && ref.compare(ref.size() - 3, 3, "^{}") == 0) ref.resize(ref.size() - 3);
+    // A remote's tag names are untrusted input to the feeds' tag patterns (std::regex):
+    // longer than any ref a source may name, they are not releases.
+    if (ref.size() > 255) continue;
     seen.insert(ref);
   }
   tags.assign(seen.begin(), seen.end());
@@ -701,7 +1186,8 @@ bool list_debian_versions(const std::string& package, const std::vector<std::str
     std::string line = r.out.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
     pos = nl == std::string::npos ? r.out.size() : nl + 1;
     if (line.rfind("Package: ", 0) == 0) current = trim(line.substr(9));
-    else if (line.rfind("Version: ", 0) == 0 && current == package) seen.insert(trim(line.substr(9)));
+    else if (line.rfind("Version: ", 0) == 0 && current == package && line.size() <= 9 + 128)
+      seen.insert(trim(line.substr(9)));
   }
   versions.assign(seen.begin(), seen.end());
   std::sort(versions.begin(), versions.end(), [](auto& a, auto& b) { return store::compare_versions(a, b) < 0; });

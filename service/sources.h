@@ -1,14 +1,17 @@
 // Where a library's sources come from (a directory, a git tag, a Debian source package, a
 // tarball) and how they are validated and fetched into a local directory. Every input is
 // checked before any command runs: paths stay inside the configured roots, git and apt
-// arguments cannot be read as options, and only allow-listed URL schemes are fetched.
+// arguments cannot be read as options, only allow-listed URL schemes are fetched, and only
+// from hosts the outbound policy allows (service/outbound.h).
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
 #include "lpcl/diagnostics.h"
+#include "service/outbound.h"
 
 namespace syspilot::service {
 
@@ -35,6 +38,16 @@ struct SourcePolicy {
   std::string work_dir;            // fetched sources (a cache keyed by content) and apt state
   std::vector<std::string> url_schemes = {"https", "http", "git", "ssh", "file"};
   double fetch_timeout_s = 900;
+  // Hosts that git, tarball downloads and the LLM client may reach (checked right before
+  // each connection, redirects included). The default refuses internal addresses.
+  OutboundPolicy outbound;
+  // Caps on what a tarball, a git tree or a Debian source package may unpack to, checked on
+  // a listing before anything is written and again on the unpacked tree: an archive bomb is
+  // refused (archive-too-many-entries, archive-too-large, archive-ratio), never unpacked.
+  uint64_t archive_max_entries = 200000;     // files, folders and links
+  uint64_t archive_max_bytes = 4ull << 30;   // sum of the file sizes once unpacked
+  double archive_max_ratio = 200;            // unpacked bytes per byte of the archive file...
+  uint64_t archive_ratio_floor = 1ull << 20; // ...checked once the unpacked size is over this
 };
 
 // Parses {"kind": "dir"|"git"|"debian-source"|"tarball", ...}. Reports what is wrong with the
@@ -61,13 +74,18 @@ using Cancel = std::function<bool()>;
 using Progress = std::function<void(const std::string&)>;
 
 // Validates, then fetches (or finds in the cache under policy.work_dir). Returns false with
-// diagnostics on failure; never runs a command for an input that failed validation.
+// diagnostics on failure; never runs a command for an input that failed validation. Archives
+// are listed first and refused when over a cap or holding a hard link that leaves the tree
+// (archive-link-escape) or a device, FIFO or socket (archive-special-file); after unpacking,
+// symbolic links whose real target lies outside the tree are removed (archive-link-dropped).
 bool fetch_source(const SourceSpec& s, const SourcePolicy& policy, FetchedSource& out,
                   Diagnostics& diags, const Cancel& cancel = {}, const Progress& progress = {});
 
 // GET over http or https into `to` (written to a temporary file, renamed when complete).
+// Redirects (at most 5, http and https only) are followed by hand, each hop checked
+// against `outbound` before connecting.
 bool http_download(const std::string& url, const std::string& to, double timeout_s, const Cancel& cancel,
-                   Diagnostics& diags);
+                   Diagnostics& diags, const OutboundPolicy& outbound = OutboundPolicy{});
 
 // Release listings for the regeneration feeds.
 // Tags of a git repository (`git ls-remote --tags`), peeled, sorted as versions.

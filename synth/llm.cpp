@@ -4,10 +4,13 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -52,6 +55,9 @@ double retry_after_s(const httplib::Response& r) {
 LlmClient::LlmClient(LlmConfig cfg, std::function<bool()> cancelled,
                      std::function<void(const std::string&)> progress)
     : cfg_(std::move(cfg)), cancelled_(std::move(cancelled)), progress_(std::move(progress)) {
+  // Checked before any parsing: cpp-httplib's URL regex recurses once per character.
+  if (cfg_.url.size() > 4096)
+    throw LlmError("LLM endpoint URL is " + std::to_string(cfg_.url.size()) + " characters long; the limit is 4096");
   std::string url = trim_slashes(cfg_.url);
   const auto scheme_end = url.find("://");
   if (scheme_end == std::string::npos)
@@ -64,6 +70,36 @@ LlmClient::LlmClient(LlmConfig cfg, std::function<bool()> cancelled,
   origin_ = url.substr(0, path_start);
   if (origin_.size() <= host_start)
     throw LlmError("LLM endpoint '" + url + "' has no host");
+  https_ = scheme == "https";
+  // Host and port by hand, so that the client is built from them (no URL regex) and the
+  // address an outbound policy checked can be pinned to exactly this host.
+  const std::string authority = origin_.substr(host_start);
+  if (authority.find('@') != std::string::npos)
+    throw LlmError("LLM endpoint URL must not contain credentials: pass the key with SYSPILOT_LLM_API_KEY "
+                   "or the request's api_key");
+  std::string port;
+  if (authority[0] == '[') {
+    const auto close = authority.find(']');
+    if (close == std::string::npos || (close + 1 < authority.size() && authority[close + 1] != ':'))
+      throw LlmError("LLM endpoint '" + url + "' has a malformed IPv6 host");
+    host_ = authority.substr(1, close - 1);
+    if (close + 1 < authority.size()) port = authority.substr(close + 2);
+  } else {
+    const auto colon = authority.find(':');
+    host_ = authority.substr(0, colon);
+    if (colon != std::string::npos) port = authority.substr(colon + 1);
+  }
+  const bool host_ok = !host_.empty() && std::all_of(host_.begin(), host_.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == ':';
+  });
+  if (!host_ok) throw LlmError("LLM endpoint '" + url + "' has an invalid host");
+  port_ = https_ ? 443 : 80;
+  if (!port.empty()) {
+    if (port.size() > 5 || !std::all_of(port.begin(), port.end(), ::isdigit) || std::stoi(port) < 1 ||
+        std::stoi(port) > 65535)
+      throw LlmError("LLM endpoint '" + url + "' has an invalid port");
+    port_ = std::stoi(port);
+  }
   std::string prefix = path_start == std::string::npos ? "" : url.substr(path_start);
   // Accept ".../v1", ".../v1/chat/completions" and a bare origin alike.
   const std::string full = "/chat/completions";
@@ -112,12 +148,19 @@ ChatReply LlmClient::chat(const std::string& system, const std::string& user) {
   std::string last_error;
   for (int attempt = 0; attempt <= cfg_.max_retries; ++attempt) {
     if (cancelled_ && cancelled_()) throw Cancelled();
-    httplib::Client cli(origin_);
+    // Each attempt asks again: the check happens right before the connection it governs.
+    const std::string address = cfg_.connect_to ? cfg_.connect_to(host_, port_) : std::string();
+    std::unique_ptr<httplib::ClientImpl> client;
+    if (https_) client = std::make_unique<httplib::SSLClient>(host_, port_);
+    else client = std::make_unique<httplib::ClientImpl>(host_, port_);
+    httplib::ClientImpl& cli = *client;
+    if (!address.empty()) cli.set_hostname_addr_map({{host_, address}});
+    cli.set_follow_location(false);
     const auto to = std::chrono::duration<double>(cfg_.timeout_s);
     cli.set_connection_timeout(std::chrono::duration_cast<std::chrono::microseconds>(to));
     cli.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(to));
     cli.set_write_timeout(std::chrono::duration_cast<std::chrono::microseconds>(to));
-    if (origin_.rfind("https", 0) == 0) {
+    if (https_) {
       cli.enable_server_certificate_verification(true);
       if (!cfg_.ca_file.empty()) cli.set_ca_cert_path(cfg_.ca_file);
     }
@@ -169,6 +212,8 @@ ChatReply LlmClient::chat(const std::string& system, const std::string& user) {
       last_error = origin_ + path_ + " answered HTTP " + std::to_string(res->status) + ": " + excerpt(res->body);
       retry = retryable_status(res->status);
       if (res->status == 401 || res->status == 403) last_error += " (check SYSPILOT_LLM_API_KEY)";
+      if (res->status >= 300 && res->status < 400)
+        last_error += " (redirects are not followed: give the endpoint's final URL)";
       const double ra = retry_after_s(*res);
       if (ra >= 0) delay = std::min(cfg_.backoff_max_s, ra);
     } else {

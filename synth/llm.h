@@ -19,12 +19,14 @@ struct ChatReply {
 
 class LlmClient {
  public:
-  // Throws LlmError for a URL that cannot be used (bad scheme, missing host, no model).
+  // Throws LlmError for a URL that cannot be used (bad scheme, missing or malformed host,
+  // credentials in the URL, longer than 4096 characters, no model).
   explicit LlmClient(LlmConfig cfg, std::function<bool()> cancelled = {},
                      std::function<void(const std::string&)> progress = {});
 
   // One chat completion; retries 429, 5xx, connection errors and malformed replies up to
-  // max_retries times. Throws LlmError (no API key in the message) or Cancelled.
+  // max_retries times. Redirects are not followed (a 3xx is an error): a redirect could
+  // lead past the outbound policy. Throws LlmError (no API key in the message) or Cancelled.
   ChatReply chat(const std::string& system, const std::string& user);
 
   // The exact request body chat() sends; its SHA-256 keys the response cache.
@@ -43,6 +45,9 @@ class LlmClient {
   std::function<bool()> cancelled_;
   std::function<void(const std::string&)> progress_;
   std::string origin_, path_;
+  std::string host_;  // without brackets; the key of the pinned address
+  int port_ = 0;
+  bool https_ = false;
 };
 
 }  // namespace syspilot::synth

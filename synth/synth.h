@@ -29,6 +29,11 @@ struct LlmConfig {
   int max_tokens = 4096;   // completion cap sent with every request
   double backoff_base_s = 0.5;  // first retry delay; doubles each retry, with jitter
   double backoff_max_s = 30;    // cap on one delay (Retry-After included)
+  // Asked before each connection with the endpoint's host and port: returns the numeric
+  // address to connect to (the one an outbound policy checked, so that a second DNS answer
+  // cannot differ) or throws LlmError to refuse. Empty: the host is resolved as usual (the
+  // CLI). The service sets it from its SourcePolicy::outbound. Redirects are never followed.
+  std::function<std::string(const std::string& host, int port)> connect_to;
 };
 
 // SYSPILOT_LLM_URL, SYSPILOT_LLM_MODEL, SYSPILOT_LLM_API_KEY, SYSPILOT_LLM_CA_FILE.

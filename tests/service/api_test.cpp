@@ -31,6 +31,7 @@ struct Api : ::testing::Test {
     o.work_dir = tmp.str("work");
     o.workers = 2;
     o.queue_capacity = 8;
+    o.allow_outbound = {"127.0.0.1"};  // the fake LLM and test servers listen on loopback
     o.limits.max_body_bytes = 64 << 10;
     o.shutdown_grace_s = 1;
     fs::create_directories(tmp.path() / "root");

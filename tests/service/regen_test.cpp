@@ -68,6 +68,7 @@ TEST_F(Regen, UnchangedInputCostsNoExtractionAndNoLlmCall) {
   testsupport::FakeLlmServer llm;
   // Answer every prompt with the offline draft of the facts, as a good model would.
   SourcePolicy policy = policy_of(config());
+  policy.outbound.allow = {"127.0.0.1"};  // the fake endpoint is on loopback, denied by default
   FetchedSource src;
   Diagnostics d;
   SourceSpec spec;

@@ -93,7 +93,8 @@ struct Serve : ::testing::Test {
     ASSERT_EQ(token.rfind("spt_", 0), 0u) << r.out;
   }
   std::vector<std::string> args() {
-    return {"--db", db, "--port", "0", "--source-root", tmp.str("root"), "--work-dir", tmp.str("work"), "--grace", "1"};
+    return {"--db", db, "--port", "0", "--source-root", tmp.str("root"), "--work-dir", tmp.str("work"), "--grace", "1",
+            "--allow-outbound", "127.0.0.1"};
   }
   std::string draft() {
     extract::ExtractOptions eo;

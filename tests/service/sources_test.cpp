@@ -1,10 +1,16 @@
 // Source inputs: validation before anything runs (roots, traversal, symlinks, option
-// injection, URL schemes), the process runner's limits, digests and version order.
+// injection, URL schemes), archives (links leading out, bombs, entry caps), the process
+// runner's limits, digests and version order.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstring>
 #include <nlohmann/json.hpp>
+#include <set>
 
+#include "extract/extract.h"
 #include "service/regen.h"
 #include "service/sources.h"
 #include "tests/service/fixture.h"
@@ -148,6 +154,227 @@ TEST_F(Sources, TreeDigestFollowsContentNotTime) {
   EXPECT_EQ(d1, digest_tree(tmp.str("root/a")));
   write_file(tmp.path() / "root" / "a" / "README.md", "changed\n");
   EXPECT_NE(d1, digest_tree(tmp.str("root/a")));
+}
+
+// ---- Archives: links that lead out, bombs, entry caps ----
+
+// A ustar archive written by hand, so a test can hold members no honest tar creates.
+struct TarBuilder {
+  std::string data;
+  // type: '0' file, '1' hard link, '2' symbolic link, '5' folder, '6' FIFO
+  TarBuilder& add(const std::string& name, char type, const std::string& content = {}, const std::string& link = {}) {
+    char h[512] = {};
+    std::snprintf(h, 100, "%s", name.c_str());
+    std::snprintf(h + 100, 8, "%07o", type == '5' ? 0755 : 0644);
+    std::snprintf(h + 108, 8, "%07o", 0);
+    std::snprintf(h + 116, 8, "%07o", 0);
+    std::snprintf(h + 124, 12, "%011o", static_cast<unsigned>(content.size()));
+    std::snprintf(h + 136, 12, "%011o", 1700000000u);
+    std::memset(h + 148, ' ', 8);
+    h[156] = type;
+    std::snprintf(h + 157, 100, "%s", link.c_str());
+    std::memcpy(h + 257, "ustar", 6);
+    std::memcpy(h + 263, "00", 2);
+    unsigned sum = 0;
+    for (unsigned char c : h) sum += c;
+    std::snprintf(h + 148, 7, "%06o", sum);
+    h[155] = ' ';
+    data.append(h, 512);
+    data += content;
+    data.append((512 - content.size() % 512) % 512, '\0');
+    return *this;
+  }
+  void write(const fs::path& p) const {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << data << std::string(1024, '\0');
+  }
+};
+
+bool has_diag(const Diagnostics& d, const std::string& code) {
+  for (auto& x : d.items())
+    if (x.code == code) return true;
+  return false;
+}
+
+struct Archives : Sources {
+  const std::string marker = "SECRET_MARKER_VAR";
+  void SetUp() override {
+    Sources::SetUp();
+    write_file(tmp.path() / "outside" / "secret.c",
+               "/* outside-marker-91c2 */\nchar* s(void) { return getenv(\"" + marker + "\"); }\n");
+  }
+  bool fetch_tarball(const fs::path& file, FetchedSource& out, Diagnostics& d) {
+    SourceSpec s;
+    s.kind = SourceSpec::Kind::Tarball;
+    s.path = file.string();
+    return fetch_source(s, policy, out, d);
+  }
+  // What unpacking left under the work folder (a refused archive leaves nothing).
+  size_t unpacked_left() {
+    size_t n = 0;
+    std::error_code ec;
+    for (auto& e : fs::directory_iterator(tmp.path() / "work" / "tarballs", ec)) {
+      (void)e;
+      ++n;
+    }
+    return n;
+  }
+  std::set<std::string> env_names(const std::string& dir) {
+    extract::ExtractOptions o;
+    o.paths = {dir};
+    o.api_controls = false;
+    o.threads = 1;
+    std::set<std::string> names;
+    for (auto& e : extract::extract(o).env_vars) names.insert(e.name);
+    return names;
+  }
+};
+
+TEST_F(Archives, SymlinksLeadingOutAreDroppedAndNothingOutsideIsRead) {
+  fs::path tarball = tmp.path() / "root" / "links.tar";
+  TarBuilder()
+      .add("pkg/", '5')
+      .add("pkg/src/", '5')
+      .add("pkg/src/good.c", '0', "char* g(void) { return getenv(\"GOOD_THREADS\"); }\n")
+      .add("pkg/src/etc", '2', {}, "/etc")
+      .add("pkg/src/abs.c", '2', {}, tmp.str("outside/secret.c"))
+      // from work/tarballs/<digest>.tmp/src/pkg/src, six levels up is the test's folder
+      .add("pkg/src/up.c", '2', {}, "../../../../../../outside/secret.c")
+      .add("pkg/src/alias.c", '2', {}, "good.c")
+      .write(tarball);
+  FetchedSource out;
+  Diagnostics d;
+  ASSERT_TRUE(fetch_tarball(tarball, out, d)) << d.str();
+  EXPECT_TRUE(has_diag(d, "archive-link-dropped")) << d.str();
+  fs::path src = fs::path(out.dir) / "src";
+  EXPECT_TRUE(fs::exists(src / "good.c"));
+  for (auto* name : {"etc", "abs.c", "up.c"})
+    EXPECT_FALSE(fs::exists(fs::symlink_status(src / name))) << name << " should have been removed";
+  EXPECT_TRUE(fs::is_symlink(src / "alias.c")) << "a link inside the tree is kept";
+  auto names = env_names(out.dir);
+  EXPECT_TRUE(names.count("GOOD_THREADS"));
+  EXPECT_FALSE(names.count(marker));
+}
+
+TEST_F(Archives, HardLinksLeadingOutRefuseTheArchive) {
+  for (std::string target : {std::string("/etc/passwd"), std::string("../outside/secret.c"),
+                             std::string("/pkg/a.c")}) {
+    fs::path tarball = tmp.path() / "root" / "hard.tar";
+    TarBuilder()
+        .add("pkg/", '5')
+        .add("pkg/a.c", '0', "int a;\n")
+        .add("pkg/hl.c", '1', {}, target)
+        .write(tarball);
+    FetchedSource out;
+    Diagnostics d;
+    EXPECT_FALSE(fetch_tarball(tarball, out, d)) << target;
+    EXPECT_TRUE(has_diag(d, "archive-link-escape")) << target << ": " << d.str();
+    EXPECT_EQ(unpacked_left(), 0u) << target;
+  }
+  fs::path fifo = tmp.path() / "root" / "fifo.tar";
+  TarBuilder().add("pkg/", '5').add("pkg/pipe.c", '6').write(fifo);
+  FetchedSource out;
+  Diagnostics d;
+  EXPECT_FALSE(fetch_tarball(fifo, out, d));
+  EXPECT_TRUE(has_diag(d, "archive-special-file")) << d.str();
+  EXPECT_EQ(unpacked_left(), 0u);
+}
+
+// A small gzip tarball whose one member is 64 MiB of zeros (about 1000:1).
+TEST_F(Archives, TarBombIsRefusedBeforeUnpacking) {
+  fs::path stage = tmp.path() / "stage";
+  fs::create_directories(stage);
+  {
+    int fd = ::open((stage / "zeros.bin").c_str(), O_CREAT | O_WRONLY, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::ftruncate(fd, 64LL << 20), 0);
+    ::close(fd);
+  }
+  fs::path bomb = tmp.path() / "root" / "bomb.tar.gz";
+  ASSERT_TRUE(sh({"tar", "-czf", bomb.string(), "-C", stage.string(), "zeros.bin"}).ok());
+  ASSERT_LT(fs::file_size(bomb), 1u << 20);
+
+  FetchedSource out;
+  Diagnostics d;  // default caps: the ratio refuses it
+  EXPECT_FALSE(fetch_tarball(bomb, out, d));
+  EXPECT_TRUE(has_diag(d, "archive-ratio")) << d.str();
+  EXPECT_EQ(unpacked_left(), 0u);
+
+  policy.archive_max_ratio = 1e9;  // the size cap alone
+  policy.archive_max_bytes = 16u << 20;
+  Diagnostics big;
+  EXPECT_FALSE(fetch_tarball(bomb, out, big));
+  EXPECT_TRUE(has_diag(big, "archive-too-large")) << big.str();
+  EXPECT_NE(big.str().find("64 MiB"), std::string::npos) << big.str();
+  EXPECT_EQ(unpacked_left(), 0u);
+
+  policy.archive_max_bytes = 128u << 20;  // under both caps it unpacks
+  Diagnostics fine;
+  ASSERT_TRUE(fetch_tarball(bomb, out, fine)) << fine.str();
+  EXPECT_EQ(fs::file_size(fs::path(out.dir) / "zeros.bin"), 64u << 20);
+}
+
+TEST_F(Archives, TooManyEntriesAreRefused) {
+  fs::path stage = tmp.path() / "stage" / "many";
+  for (int i = 0; i < 50; ++i) write_file(stage / ("f" + std::to_string(i) + ".c"), "int x;\n");
+  fs::path tarball = tmp.path() / "root" / "many.tar.gz";
+  ASSERT_TRUE(sh({"tar", "-czf", tarball.string(), "-C", (tmp.path() / "stage").string(), "many"}).ok());
+  policy.archive_max_entries = 20;
+  FetchedSource out;
+  Diagnostics d;
+  EXPECT_FALSE(fetch_tarball(tarball, out, d));
+  EXPECT_TRUE(has_diag(d, "archive-too-many-entries")) << d.str();
+  EXPECT_EQ(unpacked_left(), 0u);
+  policy.archive_max_entries = 100;
+  Diagnostics ok;
+  ASSERT_TRUE(fetch_tarball(tarball, out, ok)) << ok.str();
+  EXPECT_TRUE(fs::exists(fs::path(out.dir) / "f49.c"));
+}
+
+TEST_F(Archives, NotATarballIsAClearError) {
+  write_file(tmp.path() / "root" / "junk.tar.gz", "this is not an archive\n");
+  FetchedSource out;
+  Diagnostics d;
+  EXPECT_FALSE(fetch_tarball(tmp.path() / "root" / "junk.tar.gz", out, d));
+  EXPECT_TRUE(has_diag(d, "archive-unreadable")) << d.str();
+  EXPECT_EQ(unpacked_left(), 0u);
+}
+
+// A git repository may hold links to /etc and outside files: they never reach the tree;
+// and a git tree is capped like any archive.
+TEST_F(Archives, GitTreesAreCheckedLikeArchives) {
+  fs::path repo = tmp.path() / "root" / "evil.git";
+  write_file(repo / "src" / "good.c", "char* g(void) { return getenv(\"GOOD_THREADS\"); }\n");
+  ASSERT_TRUE(sh({"git", "init", "-q", "-b", "main", repo.string()}).ok());
+  fs::create_symlink(tmp.path() / "outside" / "secret.c", repo / "src" / "leak.c");
+  fs::create_symlink("/etc", repo / "etc");
+  fs::create_symlink("good.c", repo / "src" / "alias.c");
+  ASSERT_TRUE(sh({"git", "add", "-A"}, repo.string()).ok());
+  ASSERT_TRUE(sh({"git", "commit", "-q", "-m", "links"}, repo.string()).ok());
+  ASSERT_TRUE(sh({"git", "tag", "v1"}, repo.string()).ok());
+  SourceSpec s;
+  s.kind = SourceSpec::Kind::Git;
+  s.url = repo.string();
+  s.ref = "v1";
+  FetchedSource out;
+  Diagnostics d;
+  ASSERT_TRUE(fetch_source(s, policy, out, d)) << d.str();
+  EXPECT_TRUE(has_diag(d, "archive-link-dropped")) << d.str();
+  EXPECT_FALSE(fs::exists(fs::symlink_status(fs::path(out.dir) / "src" / "leak.c")));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(fs::path(out.dir) / "etc")));
+  EXPECT_TRUE(fs::is_symlink(fs::path(out.dir) / "src" / "alias.c"));
+  EXPECT_FALSE(env_names(out.dir).count(marker));
+
+  for (int i = 0; i < 30; ++i) write_file(repo / "gen" / ("g" + std::to_string(i) + ".c"), "int g;\n");
+  ASSERT_TRUE(sh({"git", "add", "-A"}, repo.string()).ok());
+  ASSERT_TRUE(sh({"git", "commit", "-q", "-m", "many"}, repo.string()).ok());
+  ASSERT_TRUE(sh({"git", "tag", "v2"}, repo.string()).ok());
+  policy.archive_max_entries = 20;
+  s.ref = "v2";
+  Diagnostics many;
+  EXPECT_FALSE(fetch_source(s, policy, out, many));
+  EXPECT_TRUE(has_diag(many, "archive-too-many-entries")) << many.str();
+  EXPECT_FALSE(fs::exists(tmp.path() / "work" / "trees" / (out.digest.substr(9) + ".tmp")));
 }
 
 TEST(Process, TimeoutKillsTheWholeGroup) {
