@@ -17,6 +17,7 @@
 
 #include "service/service.h"
 #include "tests/service/fixture.h"
+#include "tests/support/fake_llm.h"
 
 extern char** environ;
 
@@ -245,6 +246,40 @@ TEST_F(Hardening, SlowAndIdleSocketsDoNotStarveHealthz) {
   EXPECT_EQ(status_of(r), 408) << r;
   r = read_all(fds[1], 6);
   EXPECT_EQ(r, "");
+  for (int fd : fds) ::close(fd);
+}
+
+TEST_F(Hardening, IdleTlsSocketsDoNotStarveHealthz) {
+  auto tls = testsupport::make_self_signed_cert(tmp.str());
+  start([&](ServiceOptions& o) {
+    o.tls_cert = tls.cert;
+    o.tls_key = tls.key;
+    o.limits.header_timeout_s = 3;
+  });
+  // 200 connections that never send a TLS hello, and 64 that send half of one.
+  std::vector<int> fds;
+  for (int i = 0; i < 264; ++i) {
+    int fd = connect_to(port());
+    ASSERT_GE(fd, 0);
+    if (i >= 200) ::send(fd, "\x16\x03\x01\x02\x00", 5, MSG_NOSIGNAL);
+    fds.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (int i = 0; i < 3; ++i) {
+    auto t0 = Clock::now();
+    httplib::SSLClient c("127.0.0.1", port());
+    c.set_ca_cert_path(tls.cert.c_str());
+    c.enable_server_certificate_verification(true);
+    c.set_read_timeout(5);
+    auto r = c.Get("/healthz");
+    ASSERT_TRUE(r) << httplib::to_string(r.error());
+    EXPECT_EQ(r->status, 200);
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 1.0);
+  }
+  // The handshake deadline closes the silent ones.
+  EXPECT_EQ(read_all(fds[0], 6), "");
+  pollfd p{fds[0], POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 0), 1) << "closed by the server";
   for (int fd : fds) ::close(fd);
 }
 
