@@ -323,10 +323,12 @@ bool exported(const Composition& comp, const std::string& name) {
   return v && *v;
 }
 
-// A rule's value: a literal, "ncpus", "ncpus/2" (at least 1).
+// A rule's value: a literal, "ncpus", "ncpus/2" (at least 1), from the machine facts the
+// space is built for (SYSPILOT_NCPUS included), so that remedies and domains agree.
 std::string rule_value(const std::string& v) {
-  if (v == "ncpus" || v == "ncores") return std::to_string(online_cpus());
-  if (v == "ncpus/2" || v == "ncores/2") return std::to_string(std::max(1, online_cpus() / 2));
+  int n = MachineFacts::detect().ncpus;
+  if (v == "ncpus" || v == "ncores") return std::to_string(n);
+  if (v == "ncpus/2" || v == "ncores/2") return std::to_string(std::max(1, n / 2));
   return v;
 }
 

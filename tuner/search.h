@@ -25,6 +25,9 @@ struct MachineFacts {
   int nnuma = 1;
   int ngpus = 0;
   double mem_total = 0;   // bytes
+  // This machine. SYSPILOT_NCPUS=N stands in for the CPU (and core) count: the space, its
+  // thread-count domains and the candidates are then built as for an N-CPU machine, while
+  // measurements still run on this one.
   static MachineFacts detect();
   // Value of a fact by its LPCL name; nullopt for an unknown name.
   std::optional<double> get(const std::string& name) const;
@@ -35,6 +38,14 @@ struct Param {
   std::string name;                  // the contract's control name (OMP_NUM_THREADS, openblas_set_num_threads, ...)
   std::vector<std::string> values;   // discretised domain, in domain order (neighbours are adjacent)
   std::string default_value;         // what the library uses when the control is not set ("" when unknown)
+  // The contract's default expression as written (`OPENBLAS_NUM_THREADS ?? OMP_NUM_THREADS ??
+  // ncpus`): a control it names is one this control falls back on.
+  std::string default_expr;
+  bool thread_count = false;         // sets cpu.threads: its domain is the machine's ladder
+  // Controls read in this one's place while it is unset, nearest first (contracts'
+  // `fallback_for`, transitively): OPENBLAS_NUM_THREADS falls back on GOTO_NUM_THREADS, then
+  // OMP_NUM_THREADS. Setting one of them changes this control's effective value.
+  std::vector<std::string> falls_back_on;
   enum class Kind { Env, Api, Option } kind = Kind::Env;
   std::string library;               // contract name it belongs to
   // Kind::Api: called through the preload shim with one int argument (see tuner/shim/).

@@ -48,6 +48,11 @@ MachineFacts MachineFacts::detect() {
   if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
   if (n <= 0) n = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   m.ncpus = m.ncores = std::max(1, n);
+  if (const char* o = std::getenv("SYSPILOT_NCPUS"); o && *o) {
+    char* end = nullptr;
+    long v = std::strtol(o, &end, 10);
+    if (end != o && !*end && v >= 1 && v <= 4096) m.ncpus = m.ncores = static_cast<int>(v);
+  }
   int nodes = 0;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator("/sys/devices/system/node", ec)) {
@@ -394,10 +399,13 @@ bool discretise(const lpcl::Control& c, const MachineFacts& m, Param& out, std::
   out.item_sep = c.how.item_sep.empty() ? "," : c.how.item_sep;
   out.kv_sep = c.how.kv_sep.empty() ? ":" : c.how.kv_sep;
   out.default_value.clear();
+  out.default_expr.clear();
   if (c.default_value) {
     // A default like `OPENBLAS_NUM_THREADS ?? OMP_NUM_THREADS ?? ncpus` resolves to the machine fact.
     if (auto d = literal_text(*c.default_value, m)) out.default_value = *d;
+    out.default_expr = expr_text(*c.default_value);
   }
+  out.thread_count = std::find(c.sets.begin(), c.sets.end(), "cpu.threads") != c.sets.end();
   if (c.domain.kind == DK::Set) {
     for (const auto& e : c.domain.values)
       if (auto v = literal_text(e, m)) push_unique(out.values, *v);
@@ -416,6 +424,18 @@ bool discretise(const lpcl::Control& c, const MachineFacts& m, Param& out, std::
     std::vector<double> pts;
     if (c.type.kind == TK::Float) {
       pts = {*lo, (*lo + *hi) / 2, *hi};
+    } else if (out.thread_count) {
+      // Thread counts from the machine: 1, 2, 4, ..., ncpus, and 2 x ncpus (oversubscription
+      // is plausible to help only where threads wait), within the contract's range.
+      double top = std::min(*hi, 2.0 * m.ncpus);
+      pts.push_back(*lo);
+      for (double v = 1; v <= top; v *= 2)
+        if (v > *lo) pts.push_back(v);
+      for (double v : {double(m.ncpus), 2.0 * m.ncpus})
+        if (v >= *lo && v <= top) pts.push_back(v);
+      if (auto d = parse_number(out.default_value); d && *d >= *lo && *d <= top) pts.push_back(*d);
+      std::sort(pts.begin(), pts.end());
+      pts.erase(std::unique(pts.begin(), pts.end()), pts.end());
     } else if (*hi - *lo <= 8) {
       for (double v = *lo; v <= *hi + 1e-9; v += 1) pts.push_back(v);
     } else {
@@ -517,6 +537,21 @@ Space build_space(const std::vector<lpcl::Contract>& contracts, const std::vecto
       p.library = contract.name;
       space.params.push_back(std::move(p));
     }
+  }
+  // Fallback chains across every composed contract: `GOTO_NUM_THREADS fallback_for
+  // OPENBLAS_NUM_THREADS` makes OPENBLAS_NUM_THREADS fall back on GOTO_NUM_THREADS.
+  std::map<std::string, std::vector<std::string>> read_instead;
+  for (const auto& contract : contracts)
+    for (const auto& c : contract.controls)
+      if (!c.fallback_for.empty()) push_unique(read_instead[c.fallback_for], c.name);
+  for (auto& p : space.params) {
+    std::vector<std::string> todo = {p.name};
+    for (size_t i = 0; i < todo.size() && i < 64; ++i)
+      for (const auto& next : read_instead[todo[i]])
+        if (next != p.name && std::find(todo.begin(), todo.end(), next) == todo.end()) {
+          todo.push_back(next);
+          p.falls_back_on.push_back(next);
+        }
   }
   // A control a contract declares but that cannot be searched already has its note above; the
   // warning is for names no composed contract declares at all.

@@ -1,14 +1,19 @@
 // The contract-guided strategy: first the configurations the confirmed hypotheses' constraints
-// and remedies suggest (ranked by predicted fit), then refinement around the incumbent, stopping
-// when no neighbour is left that could beat it beyond the noise. Without a guide it samples the
-// space (uniform draws and an additive model of what was measured) instead of crawling it.
+// and remedies suggest (splits of the machine's cores that the constraints allow, remedies, and
+// each with the controls that fall back on what it changes held where they were), then
+// refinement around the incumbent, then model-based search near the incumbent until the
+// budget is spent or the space exhausted. Without a guide it samples the space (uniform draws
+// and an additive model of what was measured) instead of crawling it.
 // Also make_strategy(), the one place that maps strategy names to implementations.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
+#include <memory>
 #include <limits>
 #include <random>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 
 #include "tuner/search.h"
@@ -87,12 +92,22 @@ class GuidedSearch : public Strategy {
       // an interaction between two controls is not missed. Converged when no neighbour is
       // left that could beat the incumbent beyond the noise.
       std::optional<Config> local = inc ? refinement(*inc, history, seen, noise) : std::nullopt;
-      if (!local) return std::nullopt;
-      if (step_ % 2 == 0)
-        if (auto m = model_pick(history, seen)) return m;
-      return local;
+      if (local) {
+        if (step_ % 2 == 0)
+          if (auto m = model_pick(history, seen)) return m;
+        return local;
+      }
+      // 4. Refinement found nothing left near the incumbent: the budget is still worth
+      // spending. Model-based over the whole space with the contracts as the prior: moves of
+      // one or two controls from the incumbent, the guides' controls first, every fourth a
+      // draw from the model over everything; finished only when the space is exhausted.
+      ++continued_;
+      if (continued_ % 4 != 0 && inc)
+        if (auto c = near_pick(*inc, history, seen)) return c;
+      if (auto m = model_pick(history, seen)) return m;
+      return uniform_pick(seen);
     }
-    // 4. No guide: sample the space. Of every three proposals one is a uniform draw (what
+    // 5. No guide: sample the space. Of every three proposals one is a uniform draw (what
     // random search does), one a neighbour of the incumbent (to settle the last few percent)
     // and one the best candidate of an additive model of the measured trials.
     if (step_ % 3 == 1)
@@ -192,7 +207,8 @@ class GuidedSearch : public Strategy {
   // model explores every value of every control at once instead of one control at a time;
   // failed trials count as twice the slowest success. The candidate with the lowest
   // predicted time wins, ties (and near-ties within the noise) broken by the seed.
-  std::optional<Config> model_pick(const std::vector<Trial>& history, const std::set<Config>& seen) {
+  // The additive model itself: control, value -> predicted effect on log time.
+  std::function<double(const std::string&, const std::string&)> additive_model(const std::vector<Trial>& history) const {
     std::vector<std::pair<const Trial*, double>> obs;
     double worst = 0;
     for (const auto& t : history)
@@ -201,25 +217,32 @@ class GuidedSearch : public Strategy {
       if (t.m.ok && t.m.value > 0) obs.push_back({&t, std::log(t.m.value)});
       else if (!t.m.ok && t.m.repeats > 0 && worst > 0) obs.push_back({&t, worst + std::log(2.0)});
     }
-    if (obs.size() < 2) return uniform_pick(seen);
     double mean = 0;
     for (const auto& o : obs) mean += o.second;
-    mean /= obs.size();
-    std::map<std::string, std::map<std::string, std::pair<double, int>>> sums;
+    if (!obs.empty()) mean /= obs.size();
+    auto sums = std::make_shared<std::map<std::string, std::map<std::string, std::pair<double, int>>>>();
     for (const auto& o : obs)
       for (const auto& p : space_.params) {
-        auto& cell = sums[p.name][space_.value(o.first->config, p.name)];
+        auto& cell = (*sums)[p.name][space_.value(o.first->config, p.name)];
         cell.first += o.second - mean;
         ++cell.second;
       }
-    auto effect = [&](const std::string& control, const std::string& value) {
-      const auto& per = sums[control];
+    return [sums](const std::string& control, const std::string& value) {
+      const auto& per = (*sums)[control];
       auto it = per.find(value);
       if (it != per.end()) return it->second.first / it->second.second;
       double best = 0;
       for (const auto& [v, cell] : per) best = std::min(best, cell.first / cell.second);
       return best;
     };
+  }
+
+  std::optional<Config> model_pick(const std::vector<Trial>& history, const std::set<Config>& seen) {
+    int observed = 0;
+    for (const auto& t : history)
+      if ((t.m.ok && t.m.value > 0) || (!t.m.ok && t.m.repeats > 0)) ++observed;
+    if (observed < 2) return uniform_pick(seen);
+    auto effect = additive_model(history);
     auto cand = candidates(seen);
     if (cand.empty()) return std::nullopt;
     double noise = std::max(0.01, noise_of(history));
@@ -234,17 +257,68 @@ class GuidedSearch : public Strategy {
     return *pick;
   }
 
-  // Drops assignments equal to the control's default: {A=2} with default 2 is the default.
+  // The unmeasured configuration at most two controls away from the incumbent that the
+  // additive model predicts fastest. A change of a control no guide names costs a penalty of
+  // the noise (the contracts say the effect is elsewhere), so such moves come only once the
+  // guides' controls are spent; a change of two controls costs the same again.
+  std::optional<Config> near_pick(const Trial& inc, const std::vector<Trial>& history, const std::set<Config>& seen) {
+    Config base = canonical(inc.config);
+    std::set<std::string> named;
+    for (const auto& g : ctx_.guides) named.insert(g.controls.begin(), g.controls.end());
+    auto model = additive_model(history);
+    double noise = std::max(0.01, noise_of(history));
+    std::optional<Config> pick;
+    double best = 0;
+    auto consider = [&](Config c, int moves, int unnamed) {
+      c = canonical(c);
+      if (c.empty() || seen.count(c) || !admissible(c)) return;
+      double pred = noise * (moves - 1 + 2 * unnamed);
+      for (const auto& p : space_.params) pred += model(p.name, space_.value(c, p.name));
+      if (!pick || pred < best - 1e-12) pick = c, best = pred;
+    };
+    const auto& ps = space_.params;
+    for (size_t i = 0; i < ps.size(); ++i)
+      for (const auto& v : ps[i].values) {
+        if (v == space_.value(base, ps[i].name)) continue;
+        Config one = base;
+        one[ps[i].name] = v;
+        int un_i = named.count(ps[i].name) ? 0 : 1;
+        consider(one, 1, un_i);
+        for (size_t j = i + 1; j < ps.size(); ++j)
+          for (const auto& w : ps[j].values) {
+            if (w == space_.value(base, ps[j].name)) continue;
+            Config two = one;
+            two[ps[j].name] = w;
+            consider(two, 2, un_i + (named.count(ps[j].name) ? 0 : 1));
+          }
+      }
+    return pick;
+  }
+
+  // Drops assignments equal to the control's default: {A=2} with default 2 is the default,
+  // unless the configuration also sets a control that A falls back on (then unset A would
+  // take that control's value, not its default).
   Config canonical(const Config& c) const {
     Config out;
     for (const auto& [k, v] : c) {
       const Param* p = space_.find(k);
       // "" in a domain means "not set": the default, unless the user's own setting is the default.
       if (v.empty() && (!p || p->default_value.empty())) continue;
-      if (p && !p->default_value.empty() && p->default_value == v) continue;
+      if (p && !p->default_value.empty() && p->default_value == v && !falls_back_within(*p, c)) continue;
       out[k] = v;
     }
     return out;
+  }
+
+  // Whether `c` sets (to a value) a control that `p` falls back on.
+  static bool falls_back_within(const Param& p, const Config& c) {
+    for (const auto& [k, v] : c)
+      if (k != p.name && !v.empty() && falls_back(p, k)) return true;
+    return false;
+  }
+  static bool falls_back(const Param& p, const std::string& other) {
+    return std::find(p.falls_back_on.begin(), p.falls_back_on.end(), other) != p.falls_back_on.end() ||
+           mentions(p.default_expr, other);
   }
 
   bool admissible(const Config& c) const { return space_.admits(c, ctx_.machine); }
@@ -348,6 +422,118 @@ class GuidedSearch : public Strategy {
     return false;
   }
 
+  // Splits of the machine between the two controls a guide's constraint relates: each value of
+  // one on the ladder 1, 2, 4, ..., 2 x ncpus (and ncpus) with the largest value of the other
+  // that keeps the constraint. A * B <= ncores on 16 cores gives 16x1, 8x2, 4x4, 2x8, 1x16;
+  // A + B <= ncores gives 15+1, 14+2, 12+4, 8+8. Ranked: splits that use every core first, then
+  // larger values of the control the guide lists first (coarser parallelism outside).
+  std::vector<Config> constraint_splits(const Guide& g, const std::vector<const Param*>& ctl) const {
+    std::vector<Config> out;
+    if (ctl.size() != 2) return out;
+    int n = std::max(1, ctx_.machine.ncpus);
+    std::vector<int> ladder;
+    for (int v = 1; v <= 2 * n; v *= 2) ladder.push_back(v);
+    ladder.push_back(n);
+    std::sort(ladder.begin(), ladder.end());
+    ladder.erase(std::unique(ladder.begin(), ladder.end()), ladder.end());
+    auto holds = [&](const Config& c) {
+      auto names = numeric_names(space_, c, ctx_.machine);
+      auto v = evaluate_expr(g.constraint, names);
+      return v && *v != 0;
+    };
+    struct Split {
+      Config c;
+      double used;
+      int first;
+    };
+    std::vector<Split> splits;
+    for (int fixed = 0; fixed < 2; ++fixed) {
+      const Param* a = ctl[fixed];
+      const Param* b = ctl[1 - fixed];
+      for (int av : ladder) {
+        int best = 0;
+        for (int bv = 2 * n; bv >= 1 && !best; --bv) {
+          Config c{{a->name, std::to_string(av)}, {b->name, std::to_string(bv)}};
+          if (holds(c)) best = bv;
+        }
+        if (!best) continue;
+        Config c{{a->name, std::to_string(av)}, {b->name, std::to_string(best)}};
+        int first = std::stoi(c.at(ctl[0]->name));
+        int second = std::stoi(c.at(ctl[1]->name));
+        double used = std::min(1.0, double(first) * second / n);  // product splits
+        if (g.constraint.find('+') != std::string::npos) used = std::min(1.0, double(first + second) / n);
+        splits.push_back({c, used, first});
+      }
+    }
+    std::stable_sort(splits.begin(), splits.end(), [](const Split& x, const Split& y) {
+      if (std::fabs(x.used - y.used) > 1e-9) return x.used > y.used;
+      return x.first > y.first;
+    });
+    for (auto& sp : splits) {
+      Config c = canonical(sp.c);
+      if (c.empty() || !admissible(c) || std::find(out.begin(), out.end(), c) != out.end()) continue;
+      out.push_back(c);
+    }
+    return out;
+  }
+
+  // The controls whose default falls back on a control `c` changes (OpenBLAS's thread count
+  // on OMP_NUM_THREADS) change with it. The variant that holds each such control at the value
+  // it had before the change tells the two effects apart: `OMP_NUM_THREADS=1` alone also makes
+  // BLAS single-threaded; with OPENBLAS_NUM_THREADS held, only the outer team changes.
+  std::optional<Config> held_partners(const Config& c) const {
+    Config out = c;
+    bool any = false;
+    std::map<std::string, double> before;
+    for (const char* f : {"ncpus", "ncores", "nnuma", "ngpus", "mem_total"}) before[f] = *ctx_.machine.get(f);
+    std::map<std::string, double> after = before;
+    for (const auto& [k, v] : c)
+      if (auto x = as_number(v)) after[k] = *x;
+    for (const auto& p : space_.params) {
+      if (c.count(p.name) || !falls_back_within(p, c)) continue;
+      // Its value before the change: its stated default (the controls it falls back on are
+      // unset in the default configuration).
+      std::optional<double> was = as_number(p.default_value);
+      if (!was && !p.default_expr.empty()) was = evaluate_expr(p.default_expr, before);
+      if (!was) continue;
+      if (!p.falls_back_on.empty() || p.default_expr.empty()) {
+        // A fallback chain: unset, it now takes the first value set along the chain.
+        std::optional<double> now;
+        for (const auto& k : p.falls_back_on)
+          if (auto it = c.find(k); it != c.end() && !it->second.empty()) {
+            now = as_number(it->second);
+            break;
+          }
+        if (now && std::fabs(*now - *was) < 1e-9) continue;
+      } else if (auto now = evaluate_expr(p.default_expr, after); now && std::fabs(*now - *was) < 1e-9) {
+        continue;
+      }
+      out[p.name] = format_count(*was);
+      any = true;
+    }
+    if (!any) return std::nullopt;
+    out = canonical(out);
+    if (!admissible(out)) return std::nullopt;
+    return out;
+  }
+
+  static bool mentions(const std::string& expr, const std::string& name) {
+    for (size_t p = expr.find(name); p != std::string::npos; p = expr.find(name, p + 1)) {
+      auto word = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
+      bool left = p == 0 || !word(expr[p - 1]);
+      bool right = p + name.size() >= expr.size() || !word(expr[p + name.size()]);
+      if (left && right) return true;
+    }
+    return false;
+  }
+
+  static std::string format_count(double v) {
+    if (std::fabs(v - std::round(v)) < 1e-9) return std::to_string(static_cast<long long>(std::llround(v)));
+    std::ostringstream o;
+    o << v;
+    return o.str();
+  }
+
   // Seeds from one guide's constraint: assignments of its numeric controls that satisfy every
   // constraint, ranked by slack of the guide's own constraint (a constraint met exactly uses
   // the resource fully: for A * B <= ncores the factorisations of ncores come first), then by
@@ -360,6 +546,11 @@ class GuidedSearch : public Strategy {
     for (const auto& n : g.controls)
       if (const Param* p = space_.find(n); p && p->numeric && g.constraint.find(n) != std::string::npos) ctl.push_back(p);
     if (ctl.empty() || ctl.size() > 4) return out;
+    if (ctl.size() == 2) {
+      out = constraint_splits(g, ctl);
+      if (out.size() > 3) out.resize(3);
+      if (!out.empty()) return out;
+    }
     std::uint64_t total = 1;
     for (const Param* p : ctl) total *= p->values.size();
     if (total > 20000) return out;
@@ -416,6 +607,11 @@ class GuidedSearch : public Strategy {
       };
       for (const auto& r : g.remedies) add(r);
       for (auto& c : constraint_seeds(g)) add(c);
+      // Each suggestion that moves a control others fall back on, again with those held.
+      for (size_t i = 0, n = mine.size(); i < n && i < 4; ++i)
+        if (auto h = held_partners(mine[i])) {
+          if (std::find(mine.begin(), mine.end(), *h) == mine.end()) mine.insert(mine.begin() + i + 1, *h), ++n, ++i;
+        }
       if (mine.empty()) {
         // No remedy or constraint to go on: each other value of the guide's small-domain
         // controls, smallest step from the default first.
@@ -425,12 +621,12 @@ class GuidedSearch : public Strategy {
           for (const auto& v : p->values) add(Config{{n, v}});
         }
       }
-      if (mine.size() > 4) mine.resize(4);
+      if (mine.size() > 6) mine.resize(6);
       per_guide.push_back(mine);
     }
     // Best of each guide first (round-robin), then the rest, then the union of every guide's
     // first suggestion when several hypotheses hold at once.
-    for (size_t round = 0; round < 4; ++round)
+    for (size_t round = 0; round < 6; ++round)
       for (const auto& mine : per_guide)
         if (round < mine.size() && std::find(seeds_.begin(), seeds_.end(), mine[round]) == seeds_.end())
           seeds_.push_back(mine[round]);
@@ -444,7 +640,7 @@ class GuidedSearch : public Strategy {
       if (admissible(all) && std::find(seeds_.begin(), seeds_.end(), all) == seeds_.end())
         seeds_.insert(seeds_.begin() + std::min<size_t>(seeds_.size(), with), all);
     }
-    if (seeds_.size() > 6) seeds_.resize(6);
+    if (seeds_.size() > 8) seeds_.resize(8);
   }
 
   Space space_;
@@ -453,6 +649,7 @@ class GuidedSearch : public Strategy {
   std::vector<Config> seeds_;
   bool guided_ = false;  // the guides gave something to try: refine and stop instead of sampling
   int step_ = 0;         // proposals after the seeds, for the interleaving of the phases
+  int continued_ = 0;    // proposals after refinement converged
 };
 
 }  // namespace
