@@ -54,6 +54,11 @@ std::optional<double> literal_value(const Expr& e);
 using NameLookup = std::function<std::optional<double>(const std::string& name)>;
 std::optional<double> evaluate(const Expr& e, const NameLookup& lookup);
 
+// One expression on its own ("OMP_NUM_THREADS * OPENBLAS_NUM_THREADS <= ncores"), parsed as in a
+// contract: the one grammar for constraints, defaults and domains wherever they are evaluated.
+// nullopt with diagnostics when the text is not exactly one expression.
+std::optional<Expr> parse_expression(std::string_view text, const std::string& file, Diagnostics& diags);
+
 // Semantic difference between two contracts (reordering/reformatting is no change).
 struct Change {
   enum class Kind { Added, Removed, Changed };

@@ -36,6 +36,23 @@ class Parser {
     cur_ = lex_.next();
   }
 
+  std::optional<Expr> run_expression() {
+    try {
+      Expr e = parse_expr();
+      if (cur_.kind != K::End) {
+        error_here("expected the end of the expression, found " + describe(cur_), "trailing-input",
+                   "write one expression");
+        return std::nullopt;
+      }
+      if (diags_.error_count() > start_errors_) return std::nullopt;
+      return e;
+    } catch (const StopParse&) {
+      return std::nullopt;
+    } catch (const Abort&) {  // the error is reported; a contract would resynchronise here
+      return std::nullopt;
+    }
+  }
+
   Document run() {
     Document doc;
     try {
@@ -769,6 +786,12 @@ Document parse(std::string_view text, const std::string& file, Diagnostics& diag
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // byte order mark
   Parser p(text, file, diags);
   return p.run();
+}
+
+std::optional<Expr> parse_expression(std::string_view text, const std::string& file, Diagnostics& diags) {
+  if (!check_encoding(text, file, diags)) return std::nullopt;
+  Parser p(text, file, diags);
+  return p.run_expression();
 }
 
 Document parse_file(const std::string& path, Diagnostics& diags) {

@@ -2,6 +2,7 @@
 // a configuration becomes a child's environment.
 #include "tuner/space.h"
 
+#include "lpcl/lpcl.h"
 #include "lpcl/source_dir.h"
 
 #include <sched.h>
@@ -81,192 +82,19 @@ std::optional<double> MachineFacts::get(const std::string& name) const {
 
 namespace {
 
-struct Unknown {
-  std::string what;
-};
-
-// A literal with an optional unit suffix: 8, 0x10, 0.5, 64KiB, 200ms.
+// A number as LPCL writes literals: 8, 0x10, 0.5, 64KiB, 200ms (lpcl's own unit table).
 std::optional<double> parse_number(const std::string& text) {
   if (text.empty()) return std::nullopt;
-  const char* s = text.c_str();
   char* end = nullptr;
-  double v;
-  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
-    v = static_cast<double>(std::strtoll(s, &end, 16));
-  } else {
-    v = std::strtod(s, &end);
-  }
-  if (end == s) return std::nullopt;
-  std::string unit(end);
-  static const std::map<std::string, double> units = {
-      {"", 1},          {"B", 1},          {"KiB", 1024.0},   {"MiB", 1048576.0}, {"GiB", 1073741824.0},
-      {"KB", 1e3},      {"MB", 1e6},       {"GB", 1e9},       {"k", 1e3},         {"K", 1024.0},
-      {"M", 1048576.0}, {"G", 1073741824.0}, {"ns", 1e-9},    {"us", 1e-6},       {"ms", 1e-3},
-      {"s", 1},         {"min", 60}};
-  auto it = units.find(unit);
-  if (it == units.end()) return std::nullopt;
-  return v * it->second;
+  double v = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() && !*end) return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
+  Diagnostics quiet;
+  auto e = lpcl::parse_expression(text, "value", quiet);
+  if (!e) return std::nullopt;
+  if (e->kind == lpcl::Expr::Kind::Unary && e->op == "-" && e->args.size() == 1)
+    if (auto x = lpcl::literal_value(e->args[0])) return -*x;
+  return lpcl::literal_value(*e);
 }
-
-class ExprEval {
- public:
-  ExprEval(const std::string& text, const std::map<std::string, double>& names) : t_(text), names_(names) {}
-
-  double run() {
-    std::optional<double> v = primary_chain(0);
-    skip();
-    if (p_ != t_.size()) throw std::invalid_argument("unexpected '" + t_.substr(p_) + "'");
-    if (!v) throw Unknown{unknown_};
-    return *v;
-  }
-
- private:
-  void skip() {
-    while (p_ < t_.size() && std::isspace(static_cast<unsigned char>(t_[p_]))) ++p_;
-  }
-  bool eat(const std::string& op) {
-    skip();
-    if (t_.compare(p_, op.size(), op) == 0) {
-      p_ += op.size();
-      return true;
-    }
-    return false;
-  }
-  // Binary operators by precedence, lowest first. A NaN operand stands for "unknown".
-  static int prec(const std::string& op) {
-    if (op == "||") return 1;
-    if (op == "&&") return 2;
-    if (op == "==" || op == "!=") return 3;
-    if (op == "<" || op == "<=" || op == ">" || op == ">=") return 4;
-    if (op == "??") return 5;
-    if (op == "+" || op == "-") return 6;
-    if (op == "*" || op == "/" || op == "%") return 7;
-    return 0;
-  }
-  std::string peek_op() {
-    skip();
-    static const char* ops[] = {"||", "&&", "==", "!=", "<=", ">=", "??", "<", ">", "+", "-", "*", "/", "%"};
-    for (const char* op : ops)
-      if (t_.compare(p_, std::char_traits<char>::length(op), op) == 0) return op;
-    return {};
-  }
-  // Values are optional: an unknown name yields nullopt, which `??` replaces and every other
-  // operator propagates. Precedence climbing: operators binding tighter than `pr` are taken here.
-  std::optional<double> primary_chain(int pr) {
-    std::optional<double> lhs = primary_opt();
-    for (;;) {
-      std::string op = peek_op();
-      int p2 = prec(op);
-      if (op.empty() || p2 <= pr) break;
-      p_ += op.size();
-      std::optional<double> rhs = primary_chain(p2);
-      lhs = apply(op, lhs, rhs);
-    }
-    return lhs;
-  }
-  static std::optional<double> apply(const std::string& op, std::optional<double> a, std::optional<double> b) {
-    if (op == "??") return a ? a : b;
-    if (!a || !b) return std::nullopt;
-    double x = *a, y = *b;
-    if (op == "+") return x + y;
-    if (op == "-") return x - y;
-    if (op == "*") return x * y;
-    if (op == "/") {
-      if (y == 0) throw std::invalid_argument("division by zero");
-      return x / y;
-    }
-    if (op == "%") {
-      if (y == 0) throw std::invalid_argument("division by zero");
-      return std::fmod(x, y);
-    }
-    if (op == "<") return x < y;
-    if (op == "<=") return x <= y;
-    if (op == ">") return x > y;
-    if (op == ">=") return x >= y;
-    if (op == "==") return x == y;
-    if (op == "!=") return x != y;
-    if (op == "&&") return (x != 0) && (y != 0);
-    if (op == "||") return (x != 0) || (y != 0);
-    throw std::invalid_argument("unknown operator " + op);
-  }
-  std::optional<double> primary_opt() {
-    skip();
-    if (p_ >= t_.size()) throw std::invalid_argument("expression ends early");
-    char c = t_[p_];
-    if (c == '(') {
-      ++p_;
-      std::optional<double> v = primary_chain(0);
-      if (!eat(")")) throw std::invalid_argument("missing ')'");
-      return v;
-    }
-    if (c == '-') {
-      ++p_;
-      auto v = primary_opt();
-      return v ? std::optional<double>(-*v) : std::nullopt;
-    }
-    if (c == '!') {
-      ++p_;
-      auto v = primary_opt();
-      return v ? std::optional<double>(*v == 0) : std::nullopt;
-    }
-    if (std::isdigit(static_cast<unsigned char>(c)) || c == '.') {
-      size_t b = p_;
-      while (p_ < t_.size() && (std::isalnum(static_cast<unsigned char>(t_[p_])) || t_[p_] == '.')) ++p_;
-      auto v = parse_number(t_.substr(b, p_ - b));
-      if (!v) throw std::invalid_argument("bad number '" + t_.substr(b, p_ - b) + "'");
-      return v;
-    }
-    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-      size_t b = p_;
-      while (p_ < t_.size() && (std::isalnum(static_cast<unsigned char>(t_[p_])) || t_[p_] == '_' || t_[p_] == '.')) ++p_;
-      std::string name = t_.substr(b, p_ - b);
-      skip();
-      if (p_ < t_.size() && t_[p_] == '(') return call(name);
-      if (name == "true") return 1.0;
-      if (name == "false") return 0.0;
-      auto it = names_.find(name);
-      if (it == names_.end() || std::isnan(it->second)) {
-        if (unknown_.empty()) unknown_ = name;
-        return std::nullopt;
-      }
-      return it->second;
-    }
-    throw std::invalid_argument(std::string("unexpected '") + c + "'");
-  }
-  std::optional<double> call(const std::string& fn) {
-    ++p_;  // (
-    std::vector<std::optional<double>> args;
-    skip();
-    if (!eat(")")) {
-      for (;;) {
-        args.push_back(primary_chain(0));
-        if (eat(")")) break;
-        if (!eat(",")) throw std::invalid_argument("expected ',' or ')' in call of " + fn);
-      }
-    }
-    for (const auto& a : args)
-      if (!a) return std::nullopt;
-    auto need = [&](size_t n) {
-      if (args.size() != n) throw std::invalid_argument(fn + " takes " + std::to_string(n) + " arguments");
-    };
-    if (fn == "min" || fn == "max") {
-      if (args.empty()) throw std::invalid_argument(fn + " needs arguments");
-      double v = *args[0];
-      for (const auto& a : args) v = fn == "min" ? std::min(v, *a) : std::max(v, *a);
-      return v;
-    }
-    if (fn == "ceil") return need(1), std::ceil(*args[0]);
-    if (fn == "floor") return need(1), std::floor(*args[0]);
-    if (fn == "abs") return need(1), std::fabs(*args[0]);
-    if (fn == "clamp") return need(3), std::clamp(*args[0], *args[1], *args[2]);
-    throw std::invalid_argument("unknown function " + fn);
-  }
-
-  const std::string& t_;
-  const std::map<std::string, double>& names_;
-  size_t p_ = 0;
-  std::string unknown_;
-};
 
 // Numeric reading of a control value: numbers, true/false and the usual boolean words.
 std::optional<double> numeric_value(const std::string& v) {
@@ -289,14 +117,33 @@ std::string format_number(double v) {
 
 std::optional<double> evaluate_expr(const std::string& text, const std::map<std::string, double>& names,
                                     std::string* error) {
-  try {
-    return ExprEval(text, names).run();
-  } catch (const Unknown& u) {
-    if (error) *error = "no value for '" + u.what + "'";
-  } catch (const std::exception& e) {
-    if (error) *error = e.what();
+  // Constraints are evaluated many times during a search: parsed once per text.
+  thread_local std::map<std::string, std::optional<lpcl::Expr>> parsed;
+  thread_local std::map<std::string, std::string> parse_errors;
+  auto it = parsed.find(text);
+  if (it == parsed.end()) {
+    if (parsed.size() > 4096) parsed.clear(), parse_errors.clear();
+    Diagnostics d;
+    auto e = lpcl::parse_expression(text, "expression", d);
+    if (!e) parse_errors[text] = d.items().empty() ? "not an expression" : d.items().front().message;
+    it = parsed.emplace(text, std::move(e)).first;
   }
-  return std::nullopt;
+  if (!it->second) {
+    if (error) *error = parse_errors[text];
+    return std::nullopt;
+  }
+  std::string missing;
+  auto v = lpcl::evaluate(*it->second, [&](const std::string& n) -> std::optional<double> {
+    auto f = names.find(n);
+    if (f != names.end() && std::isfinite(f->second)) return f->second;
+    if (missing.empty()) missing = n;
+    return std::nullopt;
+  });
+  if (!v && error) {
+    *error = !missing.empty() ? "no value for '" + missing + "'"
+                              : "does not evaluate (division by zero, a string or an unknown function)";
+  }
+  return v;
 }
 
 // ---- Space ----------------------------------------------------------------------------------
