@@ -24,6 +24,8 @@ if ! command -v clang++-16 >/dev/null 2>&1 || ! command -v clang-16 >/dev/null 2
   exit 0
 fi
 build=${FUZZ_BUILD_DIR:-"$here/build-fuzz"}
+# Paths relative to the checkout, so that clones and build trees share ccache hits.
+export CCACHE_DIR=${CCACHE_DIR:-"$HOME/.cache/ccache"} CCACHE_BASEDIR="$here" CCACHE_NOHASHDIR=1
 san="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"
 # fuzz/ is configured as a project of its own: only what is fuzzed builds with clang and sanitizers.
 mkdir -p "$build"
