@@ -501,7 +501,10 @@ TEST(Live, SpotCheckAgreesWithTheTable) {
 
   double live_ratio = tuner::median(dv) / tuner::median(bv);
   double table_ratio = def->median() / best->median();
-  double spread = tuner::relative_spread(def->samples) + tuner::relative_spread(best->samples) + 2 * t.noise();
+  // Both sides' spreads count: the table's samples and the five live pairs measured here (on
+  // 2 cores one live pair in five can run 20% off its median).
+  double spread = tuner::relative_spread(def->samples) + tuner::relative_spread(best->samples) +
+                  tuner::relative_spread(dv) + tuner::relative_spread(bv) + 2 * t.noise();
   EXPECT_GT(live_ratio, table_ratio / (1 + std::max(spread, 0.25)))
       << "live default/best " << live_ratio << " vs table " << table_ratio;
   EXPECT_LT(live_ratio, table_ratio * (1 + std::max(spread, 0.25)));
