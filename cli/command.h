@@ -33,4 +33,8 @@ struct UsageError : std::runtime_error {
 // UsageError saying which path could not be written.
 void write_file_atomically(const std::string& path, const std::string& text);
 
+// `v` as one POSIX shell word: unchanged when it holds only safe characters, else in single
+// quotes (an embedded quote as '\''). For the lines a command prints to be pasted or sourced.
+std::string shell_quote(const std::string& v);
+
 }  // namespace syspilot::cli

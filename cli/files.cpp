@@ -1,6 +1,9 @@
-// The one way the commands write an output file: through a temporary file and a rename.
+// Shared by the commands: writing an output file through a temporary file and a rename, and
+// quoting a value for the shell.
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 
@@ -23,6 +26,16 @@ void write_file_atomically(const std::string& path, const std::string& text) {
     std::remove(tmp.c_str());
     throw UsageError("cannot replace '" + path + "'");
   }
+}
+
+std::string shell_quote(const std::string& v) {
+  bool plain = !v.empty() && std::all_of(v.begin(), v.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string("_-./:,=+@%").find(c) != std::string::npos;
+  });
+  if (plain) return v;
+  std::string q = "'";
+  for (char c : v) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
 }
 
 }  // namespace syspilot::cli

@@ -34,6 +34,7 @@ struct TuneArgs {
   std::string strategy = "syspilot";
   std::uint64_t seed = 1;
   double timeout = 60;
+  double cap_factor = 3, cap_slack = 1;
   std::string metric;
   bool maximize = false;
   std::string score_cmd;
@@ -46,16 +47,6 @@ struct TuneArgs {
   std::vector<std::string> compare;
   std::vector<std::string> argv;
 };
-
-std::string shell_quote(const std::string& v) {
-  bool plain = !v.empty() && std::all_of(v.begin(), v.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || std::string("_-./:,=+@%").find(c) != std::string::npos;
-  });
-  if (plain) return v;
-  std::string q = "'";
-  for (char c : v) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
 
 SpaceEdits parse_edits(const TuneArgs& a) {
   SpaceEdits e;
@@ -155,6 +146,8 @@ int run_tune(TuneArgs a) {
     auto o = nlohmann::json::parse(s->options_json, nullptr, false);
     if (o.is_object()) {
       a.timeout = o.value("timeout", a.timeout);
+      a.cap_factor = o.value("cap_factor", a.cap_factor);
+      a.cap_slack = o.value("cap_slack", a.cap_slack);
       a.metric = o.value("metric", a.metric);
       a.maximize = o.value("maximize", a.maximize);
       a.score_cmd = o.value("score_cmd", a.score_cmd);
@@ -220,7 +213,8 @@ int run_tune(TuneArgs a) {
     base.seed = a.seed;
     base.space_json = space_to_json(space);
     base.guides_json = guides_to_json(gs);
-    base.options_json = nlohmann::json{{"timeout", a.timeout},     {"metric", a.metric},
+    base.options_json = nlohmann::json{{"timeout", a.timeout},     {"cap_factor", a.cap_factor},
+                                        {"cap_slack", a.cap_slack}, {"metric", a.metric},
                                         {"maximize", a.maximize},  {"score_cmd", a.score_cmd},
                                         {"max_repeats", a.max_repeats}, {"space", a.space},
                                         {"analysis_spent", analysis_spent}}
@@ -232,6 +226,9 @@ int run_tune(TuneArgs a) {
       throw UsageError("--compare: unknown strategy '" + s + "'; use syspilot, random, grid, optuna-tpe, optuna-cmaes");
   std::cerr << "tune: " << space.params.size() << " controls, " << space.size() << " configurations, budget "
             << a.budget << " runs per strategy\n";
+  if (a.cap_factor > 0)
+    std::cerr << "tune: a run is stopped (capped) after " << a.cap_factor << "x the best trial's median wall time + "
+              << a.cap_slack << " s, every run after " << a.timeout << " s (--cap-factor 0: no cap)\n";
 
   ObjectiveSpec os;
   os.argv = a.argv;
@@ -300,6 +297,18 @@ int run_tune(TuneArgs a) {
       if (runs > 0 && runs >= a.budget)
         std::cerr << "tune: the analysis took " << runs << " of the budget's " << a.budget
                   << " runs: none are left for the search (raise --budget)\n";
+    }
+    to.cap_factor = a.cap_factor;
+    to.cap_slack_s = a.cap_slack;
+    for (auto& t : to.resumed) {
+      // Trials measured before this call carry no wall times of their own (the store keeps
+      // none); with wall time as the objective their samples are those. The store keeps a
+      // capped trial as failed, its lower bound as its value.
+      if (a.metric.empty() && a.score_cmd.empty() && t.m.walls.empty()) t.m.walls = t.m.samples;
+      if (!t.m.ok && t.m.failure.rfind("capped at ", 0) == 0) {
+        t.m.capped = true;
+        t.m.lower_bound = t.m.value;
+      }
     }
     to.on_trial = [&, sid](const Trial& t) { sessions->add_trial(sid, t); };
     to.progress = [](const std::string& line) { std::cerr << "tune: " << line << "\n"; };
@@ -371,8 +380,8 @@ int run_tune(TuneArgs a) {
   for (const auto& [k, v] : env) std::cout << (a.export_only ? "export " : "") << k << "=" << shell_quote(v) << "\n";
   if (env.empty()) info << "# the default configuration is the best found\n";
   info << "# speedup " << speedup_text(speedup, spread) << " over the default (" << basis << "); "
-       << res.trials.size() << " trials, " << res.runs << "/" << a.budget << " runs, noise +-" << pct(res.noise)
-       << ", stopped: " << res.stop_reason << "\n";
+       << res.trials.size() << " trials (" << res.capped << " capped), " << res.runs << "/" << a.budget
+       << " runs, noise +-" << pct(res.noise) << ", stopped: " << res.stop_reason << "\n";
   if (!confirms.empty()) {
     info << "# confirms:";
     for (const auto& c : confirms) info << " " << c;
@@ -398,8 +407,15 @@ CommandRegistration reg(60, [](CLI::App& app, Context& ctx) {
   cmd->add_option("--strategy", a->strategy, "syspilot (default), random, grid, optuna-tpe, optuna-cmaes")
       ->check(CLI::IsMember(strategy_names()));
   cmd->add_option("--seed", a->seed, "Seed of the random and Optuna strategies");
-  cmd->add_option("--timeout", a->timeout, "Seconds one run may take before it is killed and recorded as failed")
+  cmd->add_option("--timeout", a->timeout,
+                  "Seconds any run may take before it is killed and recorded as failed (absolute; the first run's only limit)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--cap-factor", a->cap_factor,
+                  "Adaptive capping: stop a run after this many times the best trial's median wall time plus --cap-slack, "
+                  "recorded as capped (default 3; 0: off)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--cap-slack", a->cap_slack, "Seconds added to the adaptive cap (default 1)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--metric", a->metric, "Objective read from the output: REGEX, its first group (default: wall time)");
   cmd->add_flag("--maximize", a->maximize, "The metric or score is better when larger");
   cmd->add_option("--score-cmd", a->score_cmd,

@@ -86,8 +86,12 @@ Session run_session(const Scenario& s, const Table* table, const std::string& tu
     for (int i = 0; i < runs; ++i) {
       tuner::Measurement one = objective->evaluate(c);
       t.m.repeats += 1;
-      if (one.ok) t.m.samples.push_back(one.value);
-      else t.m.failure = one.failure;
+      if (one.ok) {
+        t.m.samples.push_back(one.value);
+        t.m.walls.push_back(one.value);  // replayed values are wall times: the cap's basis
+      } else {
+        t.m.failure = one.failure;
+      }
     }
     t.m.ok = !t.m.samples.empty();
     if (t.m.ok) {
@@ -131,7 +135,8 @@ Session run_session(const Scenario& s, const Table* table, const std::string& tu
   for (const auto& t : res.trials) {
     if (t.config.empty()) out.reference_runs += t.m.repeats;
     else out.repeat_runs += std::max(0, t.m.repeats - 1);
-    if (!t.m.ok) ++out.failed_trials;
+    if (t.m.capped) ++out.capped_trials;
+    else if (!t.m.ok) ++out.failed_trials;
     int end = prefix + t.runs_before + t.m.repeats;
     for (; filled < std::min(end - 1, max_runs); ++filled) out.best_by_run[filled] = truth;
     if (t.m.ok && t.m.value < incumbent) {

@@ -140,11 +140,13 @@ Table measure(const Scenario& s, const std::string& path, const MeasureOptions& 
 
 // Answers a trial from a measured table: one of that configuration's measured samples, drawn
 // by a seeded generator, so replayed noise is the measured noise. Configurations outside the
-// table fail with a clear reason.
+// table fail with a clear reason. Under tune()'s cap, a sample longer than the cap (or a
+// timeout longer than it) is capped and charged the cap, as a live run stopped there.
 class ReplayObjective : public tuner::Objective {
  public:
   ReplayObjective(const Scenario& s, const Table& t, std::uint64_t seed);
   tuner::Measurement evaluate(const Config& c) override;
+  tuner::Measurement evaluate_within(const Config& c, double limit_s) override;
   double simulated_seconds() const { return simulated_s_; }
 
  private:
@@ -184,7 +186,8 @@ struct Session {
   std::vector<double> best_by_run;  // index r: true (table) median of the incumbent after r+1 runs, / exhaustive best; 0 = none yet
   int runs = 0;                     // runs spent (profiling included)
   int profiling_runs = 0;           // runs spent before the search (analysis)
-  int failed_trials = 0;
+  int failed_trials = 0;             // capped ones not included
+  int capped_trials = 0;             // stopped at tune()'s adaptive cap
   int trials = 0;
   int reference_runs = 0;           // runs of the user's default (the reference), profiling's included
   int repeat_runs = 0;              // second and later runs of a configuration

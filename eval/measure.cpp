@@ -130,7 +130,9 @@ Table measure(const Scenario& s, const std::string& path, const MeasureOptions& 
 ReplayObjective::ReplayObjective(const Scenario& s, const Table& t, std::uint64_t seed)
     : scenario_(s), table_(t), rng_(seed) {}
 
-tuner::Measurement ReplayObjective::evaluate(const Config& c) {
+tuner::Measurement ReplayObjective::evaluate(const Config& c) { return evaluate_within(c, 0); }
+
+tuner::Measurement ReplayObjective::evaluate_within(const Config& c, double limit_s) {
   tuner::Measurement m;
   m.repeats = 1;
   const Entry* e = table_.find(normalise(scenario_, c));
@@ -138,17 +140,29 @@ tuner::Measurement ReplayObjective::evaluate(const Config& c) {
     m.failure = "not in the measured table (" + tuner::to_string(c) + ")";
     return m;
   }
+  const bool capping = limit_s > 0 && (scenario_.timeout_s <= 0 || limit_s < scenario_.timeout_s);
+  auto capped = [&] {
+    m.capped = true;
+    m.lower_bound = m.value = limit_s;
+    simulated_s_ += limit_s;
+    return m;
+  };
   if (e->samples.empty()) {
+    // A failed configuration cost its time too: a timeout costs the whole timeout, or the cap
+    // that would have stopped it first. (The table does not say how long other failures took.)
+    if (capping && e->failure.rfind("timeout", 0) == 0) return capped();
     m.failure = e->failure.empty() ? "failed when measured" : e->failure;
-    // A failed configuration cost its time too: a timeout costs the whole timeout.
-    simulated_s_ += scenario_.timeout_s;
+    simulated_s_ += capping ? limit_s : scenario_.timeout_s;
     return m;
   }
   std::uniform_int_distribution<size_t> pick(0, e->samples.size() - 1);
+  double v = e->samples[pick(rng_)];
+  if (capping && v > limit_s) return capped();
   m.ok = true;
-  m.value = e->samples[pick(rng_)];
-  m.samples = {m.value};
-  simulated_s_ += m.value;
+  m.value = v;
+  m.samples = {v};
+  m.walls = {v};
+  simulated_s_ += v;
   return m;
 }
 
@@ -161,6 +175,7 @@ tuner::Measurement LiveObjective::evaluate(const Config& c) {
   if (r.ok) {
     m.value = r.wall_s;
     m.samples = {r.wall_s};
+    m.walls = {r.wall_s};  // tune() caps a run longer than its cap (run_once cannot stop it early)
   }
   return m;
 }

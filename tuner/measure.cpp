@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <limits>
 #include <regex>
 #include <sstream>
@@ -34,6 +35,16 @@ std::map<std::string, std::string> inherited_environment() {
 namespace {
 
 std::string tail(const std::string& s, size_t n) { return s.size() > n ? s.substr(s.size() - n) : s; }
+
+// Seconds for messages: three significant digits, whole seconds from 100 on.
+std::string seconds_text(double s) {
+  std::ostringstream os;
+  if (std::fabs(s) >= 100)
+    os << std::fixed << std::setprecision(0) << s;
+  else
+    os << std::setprecision(3) << s;
+  return os.str();
+}
 
 std::optional<double> to_number(const std::string& s) {
   const char* b = s.c_str();
@@ -66,7 +77,11 @@ LiveObjective::LiveObjective(Space space, ObjectiveSpec spec) : space_(std::move
   if (!spec_.metric_regex.empty()) std::regex check(spec_.metric_regex);  // throws std::regex_error early
 }
 
-Measurement LiveObjective::evaluate(const Config& c) {
+Measurement Objective::evaluate_within(const Config& c, double) { return evaluate(c); }
+
+Measurement LiveObjective::evaluate(const Config& c) { return evaluate_within(c, 0); }
+
+Measurement LiveObjective::evaluate_within(const Config& c, double limit_s) {
   Measurement m;
   m.repeats = 1;
   bool needs_shim = std::any_of(c.begin(), c.end(), [&](const auto& kv) {
@@ -79,13 +94,23 @@ Measurement LiveObjective::evaluate(const Config& c) {
   }
   RunSpec rs;
   rs.argv = spec_.argv;
-  rs.timeout_s = spec_.timeout_s;
+  // The cap stops the run only where it is tighter than the absolute timeout; where the
+  // timeout is tighter, the run that reaches it failed (timeout), as without a cap.
+  const bool capping = limit_s > 0 && (spec_.timeout_s <= 0 || limit_s < spec_.timeout_s);
+  rs.timeout_s = capping ? limit_s : spec_.timeout_s;
   rs.sample_interval_s = 0;  // no sampling while tuning: it would cost the measured program CPU
   rs.perf = false;
   rs.env_set = spec_.env;
   for (const auto& [k, v] : environment_for(space_, c, spec_.shim, inherited_environment())) rs.env_set[k] = v;
   RunResult r = run(rs);
   last_output_ = tail(r.stderr_text, 2000);
+  if (capping && r.timed_out) {
+    m.capped = true;
+    m.lower_bound = limit_s;
+    m.value = limit_s;
+    m.failure = "capped at " + seconds_text(limit_s) + " s";
+    return m;
+  }
   if (!r.ok()) {
     m.failure = r.failure.empty() ? "run failed" : r.failure;
     if (!r.stderr_text.empty()) m.failure += ": " + tail(r.stderr_text, 200);
@@ -135,28 +160,76 @@ Measurement LiveObjective::evaluate(const Config& c) {
   m.ok = true;
   m.value = v;
   m.samples = {v};
+  m.walls = {r.wall_s};
   return m;
+}
+
+// ---- the adaptive cap -----------------------------------------------------------------------
+
+RunCap run_cap(const std::vector<Trial>& trials, double factor, double slack_s) {
+  RunCap cap;
+  cap.factor = factor;
+  cap.slack_s = slack_s;
+  if (factor <= 0) return cap;
+  const Trial* inc = nullptr;
+  for (const auto& t : trials)
+    if (t.m.ok && !t.m.capped && (!inc || t.m.value < inc->m.value)) inc = &t;
+  if (!inc || inc->m.walls.empty()) return cap;
+  cap.incumbent = inc->index;
+  cap.incumbent_s = median(inc->m.walls);
+  cap.limit_s = factor * cap.incumbent_s + std::max(0.0, slack_s);
+  return cap;
+}
+
+std::string capped_text(const RunCap& cap) {
+  return "capped at " + seconds_text(cap.limit_s) + " s (" + seconds_text(cap.factor) + "x the incumbent's " +
+         seconds_text(cap.incumbent_s) + " s + " + seconds_text(std::max(0.0, cap.slack_s)) + " s)";
 }
 
 // ---- tune() ---------------------------------------------------------------------------------
 
 namespace {
 
-// Folds one more run into a trial's measurement.
+// Folds one more run into a trial's measurement. One capped run caps the trial: it ran past
+// several times the incumbent's time, so it is not the best whatever its other runs did.
 void add_run(Measurement& agg, const Measurement& one) {
   agg.repeats += std::max(1, one.repeats);
   if (one.ok) {
     agg.samples.insert(agg.samples.end(), one.samples.begin(), one.samples.end());
     if (one.samples.empty()) agg.samples.push_back(one.value);
-  } else if (agg.samples.empty()) {
+    agg.walls.insert(agg.walls.end(), one.walls.begin(), one.walls.end());
+  } else if (one.capped) {
+    agg.capped = true;
+    agg.lower_bound = std::max(agg.lower_bound, one.lower_bound);
+    agg.failure = one.failure;
+  } else if (agg.samples.empty() && !agg.capped) {
     agg.failure = one.failure;
   }
-  agg.ok = !agg.samples.empty();
+  agg.ok = !agg.samples.empty() && !agg.capped;
   if (agg.ok) {
     agg.failure.clear();
     agg.value = median(agg.samples);
     agg.spread = relative_spread(agg.samples);
+  } else if (agg.capped) {
+    agg.value = agg.lower_bound;
   }
+}
+
+// A run measured under `cap`: an objective that cannot stop a run early ran it whole, so one
+// that took longer than the cap is capped here, charged as if stopped at the cap.
+void apply_cap(Measurement& one, const RunCap& cap) {
+  if (cap.limit_s <= 0) return;
+  if (one.ok && !one.walls.empty() && one.walls.back() > cap.limit_s) {
+    one.ok = false;
+    one.capped = true;
+    one.lower_bound = cap.limit_s;
+    one.samples.clear();
+    one.walls.clear();
+  }
+  if (!one.capped) return;
+  if (one.lower_bound <= 0) one.lower_bound = cap.limit_s;
+  one.value = one.lower_bound;
+  one.failure = capped_text(cap);
 }
 
 // Noise estimated from every trial measured more than once (median of their spreads).
@@ -199,6 +272,8 @@ TuneResult tune(Strategy& strategy, Objective& objective, const TuneOptions& o) 
     line << "trial " << t.index + 1 << "  runs " << res.runs << "/" << o.budget << "  " << to_string(t.config) << "  ";
     if (t.m.ok) {
       line << std::fabs(t.m.value) << " (x" << t.m.repeats << ", +-" << std::lround(t.m.spread * 100) << "%)";
+    } else if (t.m.capped) {
+      line << t.m.failure;
     } else {
       line << "FAILED: " << t.m.failure;
     }
@@ -221,7 +296,14 @@ TuneResult tune(Strategy& strategy, Objective& objective, const TuneOptions& o) 
     int b = best_of(res.trials);
     double noise = pooled_noise(res.trials, o.noise);
     for (;;) {
-      Measurement one = objective.evaluate(t.config);
+      // The cap follows the incumbent as it improves. The reference's own repeat has no
+      // incumbent yet but its first run: that run is its basis.
+      RunCap cap = run_cap(res.trials, o.cap_factor, o.cap_slack_s);
+      if (cap.incumbent < 0 && t.m.ok) {
+        cap = run_cap({t}, o.cap_factor, o.cap_slack_s);
+      }
+      Measurement one = objective.evaluate_within(t.config, cap.limit_s);
+      apply_cap(one, cap);
       add_run(t.m, one);
       res.runs += std::max(1, one.repeats);
       if (!t.m.ok || res.runs >= o.budget || t.m.repeats >= o.max_repeats) break;
@@ -269,8 +351,10 @@ TuneResult tune(Strategy& strategy, Objective& objective, const TuneOptions& o) 
     measure(*next, strategy.name(), 1);
   }
   res.best = best_of(res.trials);
-  for (const auto& t : res.trials)
+  for (const auto& t : res.trials) {
     if (t.config.empty() && t.m.ok && res.reference < 0) res.reference = t.index;
+    if (t.m.capped && t.m.repeats > 0) ++res.capped;  // a stored answer re-proposed costs nothing
+  }
   res.noise = pooled_noise(res.trials, o.noise);
   if (res.best >= 0 && res.reference >= 0) {
     const auto& r = res.trials[res.reference].m;

@@ -22,10 +22,14 @@ struct ObjectiveSpec {
 };
 
 // Runs the application once per evaluate() with the configuration applied (tuner/run.h).
+// Every successful run reports its wall time in Measurement::walls, the cap's basis.
 class LiveObjective : public Objective {
  public:
   LiveObjective(Space space, ObjectiveSpec spec);
   Measurement evaluate(const Config& c) override;
+  // The run is killed at min(limit_s, timeout_s); killed at limit_s (below the timeout), it is
+  // capped rather than failed.
+  Measurement evaluate_within(const Config& c, double limit_s) override;
   // The last run's stderr tail, for failure reports.
   const std::string& last_output() const { return last_output_; }
 
@@ -34,6 +38,20 @@ class LiveObjective : public Objective {
   ObjectiveSpec spec_;
   std::string last_output_;
 };
+
+// The adaptive cap of the next run (SMAC's and irace's capping): factor x the incumbent's
+// median wall time + slack_s. The incumbent is the best successful trial of `trials`, by the
+// objective's value; the cap is in wall seconds whatever the objective is. limit_s is 0 (no
+// cap: the objective's timeout alone) when factor <= 0 or no successful trial has wall times.
+struct RunCap {
+  double limit_s = 0;
+  int incumbent = -1;       // index into the trials; -1: none
+  double incumbent_s = 0;   // its median wall time
+  double factor = 0, slack_s = 0;
+};
+RunCap run_cap(const std::vector<Trial>& trials, double factor, double slack_s);
+// "capped at 1.9 s (3x the incumbent's 0.3 s + 1 s)".
+std::string capped_text(const RunCap& cap);
 
 // Reads the objective from an application's output: the first match of `regex`, its first
 // capture group when it has one. nullopt when nothing matches or the match is not a number.

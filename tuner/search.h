@@ -75,13 +75,20 @@ std::optional<double> evaluate_expr(const std::string& text, const std::map<std:
                                     std::string* error = nullptr);
 
 // One run of a configuration (from Objective::evaluate) or, aggregated by tune(), a trial.
+// A run stopped by tune()'s adaptive cap is `capped`: ok is false (to the strategies it is a
+// failed trial, never the incumbent), failure says "capped at 1.9 s (3x the incumbent's 0.3 s
+// + 1 s)", and value = lower_bound, the seconds it had run when stopped.
 struct Measurement {
   bool ok = false;
   std::string failure;   // why it failed: "exit 3", "signal 11 (SIGSEGV)", "timeout after 20 s", "no metric"
-  double value = 0;      // objective, lower is better (maximised metrics are negated)
+  double value = 0;      // objective, lower is better (maximised metrics are negated); capped: lower_bound
   double spread = 0;     // relative: half the range of the repeats over their median (0 for one run)
   int repeats = 0;       // runs spent (every run counts against the budget, failed ones too)
   std::vector<double> samples;  // one value per successful run
+  std::vector<double> walls;    // wall time (s) of each successful run, where the objective knows it:
+                                // the cap's basis whatever the objective (a metric, a score)
+  bool capped = false;   // a run was stopped at the cap: its time is at least lower_bound
+  double lower_bound = 0;  // seconds (wall time) a capped run had run when stopped
 };
 
 // Produces one run's measurement of a configuration. Live objectives run the application as a
@@ -91,6 +98,10 @@ class Objective {
   virtual ~Objective();
   // Runs `c` once. The result has repeats == 1.
   virtual Measurement evaluate(const Config& c) = 0;
+  // Runs `c` once, stopped after limit_s seconds of wall time (<= 0: no limit but the
+  // objective's own timeout); a run so stopped comes back capped, lower_bound = limit_s. This
+  // default runs it whole: tune() then caps a run whose reported wall time exceeds the limit.
+  virtual Measurement evaluate_within(const Config& c, double limit_s);
 };
 
 struct Trial {
@@ -144,6 +155,11 @@ struct TuneOptions {
   double noise = 0.05;            // prior relative noise until repeats measure it
   std::vector<Trial> resumed;     // trials already finished (a resumed session): not rerun
   int spent = 0;                  // runs charged that are no trial (an analysis' runs no trial stands for)
+  // Adaptive capping (SMAC, irace): once a trial has succeeded, every run is stopped after
+  // cap_factor x the incumbent's median wall time + cap_slack_s (the objective's own timeout
+  // still bounds it). The stopped run is charged; its trial is capped. cap_factor <= 0: none.
+  double cap_factor = 3;
+  double cap_slack_s = 1;
   std::function<void(const Trial&)> on_trial;                  // after each finished trial (persist it)
   std::function<void(const std::string& line)> progress;       // one line per trial
 };
@@ -153,6 +169,7 @@ struct TuneResult {
   int best = -1;              // index into trials; -1 when no trial succeeded
   int reference = -1;         // index of the default configuration's trial
   int runs = 0;               // runs spent
+  int capped = 0;             // trials stopped at the cap (measured in this call or resumed)
   double noise = 0;           // relative noise estimated from the repeats
   double speedup = 0;         // reference value / best value (for maximised metrics: best / reference)
   double speedup_spread = 0;  // relative, from both trials' spreads
