@@ -132,6 +132,7 @@ void register_analyze(CLI::App& app, Context& ctx) {
       throw UsageError("--source '" + a->source + "' is not a folder");
     if (!a->manifest.empty() && !std::filesystem::is_regular_file(a->manifest, ec))
       throw UsageError("--manifest '" + a->manifest + "' cannot be read");
+    o.compose.args = a->app;  // a script, or process counts in the arguments (docs/analysis.md, Processes)
     o.compose.source_dir = a->source;
     o.compose.manifest = a->manifest;
     o.compose.contract_dirs = a->contracts;

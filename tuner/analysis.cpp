@@ -12,7 +12,9 @@ namespace syspilot::tuner {
 
 Analysis analyze(const AnalyzeOptions& opts) {
   Analysis a;
-  a.composition = compose(opts.compose, a.diagnostics);
+  ComposeOptions co = opts.compose;
+  if (co.args.empty()) co.args = opts.profile.run.argv;  // process counts it exposes
+  a.composition = compose(co, a.diagnostics);
   if (opts.profile.run.argv.empty()) {
     a.hypotheses = hypothesize(a.composition, a.diagnostics, opts.rules_dir);
     return a;
@@ -23,7 +25,8 @@ Analysis analyze(const AnalyzeOptions& opts) {
   ProfileOptions po = opts.profile;
   RunSpec first_spec = profile_spec(a.composition, po.run);
   RunResult first = run(first_spec);
-  if (first.started) compose_runtime_libraries(a.composition, first.libraries, opts.compose, a.diagnostics);
+  // It also says how many processes ran each library at once (a script's workers).
+  if (first.started) compose_runtime_libraries(a.composition, first, co, a.diagnostics);
   a.hypotheses = hypothesize(a.composition, a.diagnostics, opts.rules_dir);
   RunSpec final_spec = profile_spec(a.composition, po.run);
   if (final_spec.env_set == first_spec.env_set) po.first_default = first;
@@ -70,6 +73,7 @@ nlohmann::json run_json(const RunResult& r) {
                       {"max_rss_kb", r.max_rss_kb}, {"minor_faults", r.minor_faults},
                       {"max_threads", r.max_threads}, {"mean_threads", r.mean_threads},
                       {"runq_wait_s", r.runq_wait_s}, {"samples", r.samples},
+                      {"max_processes", r.max_processes},
                       {"perf", r.perf},           {"perf_notes", r.perf_notes}};
   nlohmann::json threads = nlohmann::json::array();
   for (auto& t : r.threads)
@@ -101,7 +105,7 @@ nlohmann::json to_json(const Composition& c) {
   for (auto& l : c.libraries)
     libs.push_back({{"soname", l.soname}, {"path", l.path}, {"real_path", l.real_path}, {"variant", l.variant},
                     {"found_by", l.found_by}, {"needed_by", l.needed_by}, {"direct", l.direct},
-                    {"contract", l.contract}});
+                    {"contract", l.contract}, {"processes", l.processes}});
   nlohmann::json contracts = nlohmann::json::array();
   for (auto& u : c.contracts)
     contracts.push_back({{"name", u.contract.name}, {"version", u.contract.version}, {"source", u.source},
@@ -113,9 +117,16 @@ nlohmann::json to_json(const Composition& c) {
   for (auto& cs : c.call_sites)
     calls.push_back({{"library", cs.library}, {"symbol", cs.symbol}, {"file", cs.file}, {"line", cs.line},
                      {"function", cs.function}, {"regions", cs.regions}});
+  nlohmann::json pcs = nlohmann::json::array();
+  for (auto& p : c.process_controls)
+    pcs.push_back({{"name", p.name}, {"fallback", p.fallback}, {"option", p.option}, {"tool", p.tool}, {"where", p.where}});
+  nlohmann::json procs = nlohmann::json::object();
+  for (auto& [k, v] : c.processes)
+    procs[k] = {{"max_concurrent", v}, {"max_threads", c.process_threads.count(k) ? c.process_threads.at(k) : 0}};
   return {{"application", c.application}, {"libraries", libs},      {"contracts", contracts},
           {"relations", rel},             {"call_sites", calls},    {"source_scanned", c.source_scanned},
-          {"app_threads", c.app_threads}, {"app_imports", c.app_imports}};
+          {"app_threads", c.app_threads}, {"app_imports", c.app_imports}, {"interpreter", c.interpreter},
+          {"process_controls", pcs},      {"processes", procs}};
 }
 
 nlohmann::json to_json(const Hypothesis& h) {
@@ -168,7 +179,12 @@ nlohmann::json to_json(const Analysis& a) {
 std::string to_text(const Analysis& a) {
   std::ostringstream os;
   const Composition& c = a.composition;
-  os << "Application: " << (c.application.empty() ? "(none: composed by name)" : c.application) << "\n\n";
+  os << "Application: " << (c.application.empty() ? "(none: composed by name)" : c.application) << "\n";
+  if (!c.interpreter.empty()) os << "  a script, run by " << c.interpreter << "\n";
+  for (auto& p : c.process_controls)
+    os << "  process count: " << p.name << (p.fallback.empty() ? "" : " (default " + p.fallback + ")") << ", "
+       << p.tool << " " << p.option << " at " << p.where << "\n";
+  os << "\n";
   os << "Libraries:\n";
   for (auto& l : c.libraries) {
     if (!l.direct && l.contract.empty() && l.found_by != "dlopen") continue;
@@ -177,6 +193,11 @@ std::string to_text(const Analysis& a) {
     if (!l.variant.empty() && l.variant != l.soname) os << " [" << l.variant << "]";
     os << " (" << (l.found_by.empty() ? "not found" : l.found_by) << ")";
     if (!l.contract.empty()) os << " contract " << l.contract;
+    if (l.processes > 1) {
+      os << ", in " << l.processes << " processes at once";
+      if (auto it = c.process_threads.find(l.contract); it != c.process_threads.end() && !l.contract.empty())
+        os << " (" << it->second << " threads)";
+    }
     os << "\n";
   }
   os << "\nContracts:\n";
@@ -217,7 +238,7 @@ std::string to_text(const Analysis& a) {
   if (a.profiled) {
     os << "\nSignals (default run" << (a.profile.default_runs.size() > 1 ? "s, medians" : "") << ", " << a.profile.ncpus
        << " CPUs):\n";
-    for (const char* k : {"wall_s", "user_s", "sys_s", "cpu_util", "threads_max", "threads_mean", "runq_wait_s",
+    for (const char* k : {"wall_s", "user_s", "sys_s", "cpu_util", "threads_max", "threads_mean", "procs_max", "runq_wait_s",
                           "runq_wait_frac", "pinned_sharing", "main_pinned", "ivcs_per_s", "vcs_per_s", "max_rss_kb", "minflt_per_s"})
       if (auto it = a.profile.signals.find(k); it != a.profile.signals.end())
         os << "  " << k << " = " << num(it->second) << "\n";

@@ -25,10 +25,22 @@ struct Library {
   std::string path;        // where the loader finds it ("" when not found)
   std::string real_path;   // after following symlinks (Debian alternatives included)
   std::string variant;     // the build it resolves to: "openblas-pthread", "openblas-openmp", ...
-  std::string found_by;    // rpath | runpath | LD_LIBRARY_PATH | ld.so.cache | default | dlopen | manifest
+  std::string found_by;    // rpath | runpath | LD_LIBRARY_PATH | ld.so.cache | default | dlopen | child process | manifest
   std::string needed_by;   // soname of the object that named it; "" for the application itself
   bool direct = false;     // named by the application (or the manifest), not only by a library
   std::string contract;    // name of the contract describing it; "" when none
+  int processes = 0;       // most processes of the first run that had it mapped at once (0: not seen)
+};
+
+// A process count the command exposes: `xargs -P {NPROC:-2}` in the arguments, or
+// `make -j "${JOBS:-4}"` in the script it runs. Found by the launchers' options listed in
+// tuner/rules/launchers.json; setting NAME in the run's environment changes it.
+struct ProcessControl {
+  std::string name;      // NPROC
+  std::string fallback;  // the value used while NAME is unset ("" when the text gives none)
+  std::string option;    // -P
+  std::string tool;      // xargs
+  std::string where;     // "argv" or "script.sh:12"
 };
 
 // Where a library's API is called in the application's source.
@@ -70,6 +82,11 @@ struct Composition {
   bool app_threads = false;               // the application creates its own threads
   std::vector<std::string> app_imports;   // resource-relevant undefined symbols of the binary
   std::map<std::string, std::string> env; // environment the application runs with (ComposeOptions::env)
+  std::string interpreter;                // the application is a script (#!): the interpreter composed for it
+  std::vector<ProcessControl> process_controls;  // process counts the command exposes
+  // From the first run (compose_processes): per contract, the most processes that had one of
+  // its libraries mapped at once, and the most threads alive at once in those processes.
+  std::map<std::string, int> processes, process_threads;
 
   const ContractUse* find_contract(const std::string& name) const;
 };
@@ -82,6 +99,8 @@ struct ComposeOptions {
   std::string store_path;                 // SQLite store searched first; "" = none
   bool synthesize = true;                 // draft a missing contract from the installed library
   std::map<std::string, std::string> env; // environment the application will run with (LD_LIBRARY_PATH)
+  std::vector<std::string> args;          // the whole command (binary first), scanned for process
+                                          // controls; analyze() fills it from the run's argv
 };
 
 // Problems (unreadable binary, bad manifest, a contract that does not parse) go to diags;
@@ -93,6 +112,14 @@ Composition compose(const ComposeOptions& opts, Diagnostics& diags);
 // the ones already composed. True when a contract joined (hypotheses should be derived again).
 bool compose_runtime_libraries(Composition& c, const std::vector<std::string>& mapped, const ComposeOptions& opts,
                                Diagnostics& diags);
+
+// The same from a run: libraries only its child processes mapped are found_by "child process"
+// (relation how "processes"), and compose_processes() records the process counts.
+bool compose_runtime_libraries(Composition& c, const RunResult& run, const ComposeOptions& opts, Diagnostics& diags);
+
+// Records how many processes of a run had each composed library mapped at once, and their
+// threads (Library::processes, Composition::processes and process_threads per contract).
+void compose_processes(Composition& c, const RunResult& run);
 
 // Name-only composition for the service (POST /v1/compose): libraries by contract name or
 // soname, nesting pairs (outer, inner) and co-running pairs; contracts as in compose().

@@ -412,14 +412,44 @@ void bind_base_contracts(Composition& comp, const Candidates& cands) {
   }
 }
 
+// Process counts the command exposes to its launchers: in its arguments, in the script it is
+// (scripts), and in any argument that names a text file (`bash batch.sh`).
+void find_command_process_controls(Composition& comp, const ComposeOptions& opts,
+                                   std::vector<std::pair<std::string, std::string>> scripts, Diagnostics& diags) {
+  std::vector<std::string> args = opts.args.empty() && !opts.binary.empty() ? std::vector<std::string>{opts.binary} : opts.args;
+  if (args.empty()) return;
+  auto launchers = load_launchers({}, diags);
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::error_code ec;
+    if (!fs::is_regular_file(args[i], ec) || fs::file_size(args[i], ec) > (1u << 20)) continue;
+    std::ifstream in(args[i], std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string t = text.str();
+    if (t.substr(0, 4096).find('\0') != std::string::npos) continue;  // not text
+    if (std::none_of(scripts.begin(), scripts.end(), [&](auto& s) { return s.first == args[i]; }))
+      scripts.emplace_back(args[i], t);
+  }
+  std::vector<std::string> fixed;
+  comp.process_controls = find_process_controls(args, scripts, launchers, &fixed);
+  for (auto& f : fixed)
+    diags.note({comp.application, 0, 0}, "a process count is fixed in the command: " + f, "fixed-process-count",
+               "write the count as ${NAME:-N} in a script or {NAME:-N} in the arguments, and tune it with --add NAME=...");
+}
+
 }  // namespace
 
-bool compose_runtime_libraries(Composition& comp, const std::vector<std::string>& mapped, const ComposeOptions& opts,
-                               Diagnostics& diags) {
+namespace {
+
+// Adds what a run had mapped that the ELF walk did not find. `in_root`: the paths the started
+// process itself mapped (null: all of them); the others only its children mapped.
+bool add_runtime_libraries(Composition& comp, const std::vector<std::string>& mapped, const std::set<std::string>* in_root,
+                           const ComposeOptions& opts, Diagnostics& diags) {
   Candidates cands;
   cands.load_store(opts.store_path, diags);
   cands.load_dirs(opts.contract_dirs.empty() ? default_contract_dirs() : opts.contract_dirs, diags);
-  std::vector<std::string> added;  // contract names that joined
+  std::vector<std::string> added;       // contract names that joined
+  std::set<std::string> from_children;  // of those, the ones only child processes loaded
   for (auto& path : mapped) {
     std::string name = fs::path(path).filename().string();
     std::error_code ec;
@@ -427,32 +457,55 @@ bool compose_runtime_libraries(Composition& comp, const std::vector<std::string>
     if (ec) real = path;
     bool known = false;
     for (auto& l : comp.libraries) known |= l.soname == name || l.path == path || l.real_path == real;
-    if (known || comp.libraries.empty()) continue;
+    // Nothing composed and no application (a manifest alone): nothing to add to.
+    if (known || (comp.libraries.empty() && comp.application.empty())) continue;
     Library l;
     l.soname = name;
     l.path = path;
     l.real_path = real;
     l.variant = variant_of(real);
-    l.found_by = "dlopen";
+    l.found_by = in_root && !in_root->count(path) ? "child process" : "dlopen";
     ElfInfo info = read_elf(real, false);
     if (info.ok && !info.soname.empty()) l.soname = info.soname;
     if (!is_base_library(l.soname))
       if (const ContractUse* use = cands.by_soname(l)) {
         l.contract = use->contract.name;
-        if (!comp.find_contract(use->contract.name)) added.push_back(use->contract.name);
+        if (!comp.find_contract(use->contract.name)) {
+          added.push_back(use->contract.name);
+          if (l.found_by == "child process") from_children.insert(use->contract.name);
+        }
         add_contract(comp, *use, l.soname);
       }
     comp.libraries.push_back(l);
   }
   // Nothing in the source says where a plugin's code runs: it shares the process with every
-  // runtime already composed, so it is taken to run beside each of them.
+  // runtime already composed, so it is taken to run beside each of them. A library only child
+  // processes load runs beside the others too, in processes that share the CPUs.
   for (auto& n : added) {
+    const char* how = from_children.count(n) ? "processes" : "dlopen";
+    const char* where = from_children.count(n) ? "seen mapped in a child process" : "seen mapped at run time";
     for (auto& c : comp.contracts)
       if (c.contract.name != n && std::find(added.begin(), added.end(), c.contract.name) == added.end())
-        add_relation(comp, {Relation::Kind::CoRun, n, c.contract.name, "dlopen", "seen mapped at run time"});
-    if (comp.app_threads) add_relation(comp, {Relation::Kind::CoRun, n, kAppThreads, "dlopen", "seen mapped at run time"});
+        add_relation(comp, {Relation::Kind::CoRun, n, c.contract.name, how, where});
+    if (comp.app_threads) add_relation(comp, {Relation::Kind::CoRun, n, kAppThreads, how, where});
   }
   return !added.empty();
+}
+
+}  // namespace
+
+bool compose_runtime_libraries(Composition& comp, const std::vector<std::string>& mapped, const ComposeOptions& opts,
+                               Diagnostics& diags) {
+  return add_runtime_libraries(comp, mapped, nullptr, opts, diags);
+}
+
+bool compose_runtime_libraries(Composition& comp, const RunResult& run, const ComposeOptions& opts, Diagnostics& diags) {
+  std::set<std::string> in_root;
+  for (auto& u : run.library_use)
+    if (u.in_root) in_root.insert(u.path);
+  bool added = add_runtime_libraries(comp, run.libraries, run.library_use.empty() ? nullptr : &in_root, opts, diags);
+  compose_processes(comp, run);
+  return added;
 }
 
 Composition compose(const ComposeOptions& opts, Diagnostics& diags) {
@@ -474,16 +527,39 @@ Composition compose(const ComposeOptions& opts, Diagnostics& diags) {
   }
 
   ElfInfo app;
+  std::vector<std::pair<std::string, std::string>> scripts;  // (path, text) scanned for process counts
   if (!opts.binary.empty()) {
     comp.application = opts.binary;
-    app = read_elf(opts.binary, false);
+    std::string elf = opts.binary;
+    app = read_elf(elf, false);
+    // A script: the kernel runs its #! interpreter (which may be a script itself, up to the
+    // kernel's four levels). The interpreter is composed in its place; what the processes the
+    // script starts load joins from the first run.
+    std::string why;
+    for (int depth = 0; !app.ok && app.error == "not an ELF file" && depth < 4; ++depth) {
+      std::string interp = interpreter_of(elf, opts.env, why);
+      if (interp.empty()) break;
+      std::ifstream in(elf, std::ios::binary);
+      std::stringstream text;
+      text << in.rdbuf();
+      if (text.str().size() < (1u << 20)) scripts.emplace_back(elf, text.str());
+      comp.interpreter = interp;
+      elf = interp;
+      app = read_elf(elf, false);
+    }
     if (!app.ok) {
-      diags.error({opts.binary, 0, 0}, "cannot read the application binary: " + app.error, "bad-binary",
-                  "pass an ELF executable (the program itself, not a shell wrapper)");
+      diags.error({opts.binary, 0, 0},
+                  "cannot read the application binary: " + (why.empty() || app.error != "not an ELF file" ? app.error : why),
+                  "bad-binary", "pass an ELF executable, or a script whose first line names its interpreter (#!/bin/sh)");
     } else {
+      if (!comp.interpreter.empty())
+        diags.note({opts.binary, 0, 0},
+                   "a script: composed from its interpreter " + comp.interpreter +
+                       "; the libraries of the processes it starts join from the first run",
+                   "script");
       if (!app.error.empty()) diags.warning({opts.binary, 0, 0}, app.error, "static-binary");
       Loader loader(opts.env);
-      comp.libraries = loader.resolve(opts.binary, app, diags);
+      comp.libraries = loader.resolve(elf, app, diags);
       static const char* relevant[] = {"pthread_create", "omp_*", "GOMP_*", "__kmpc_*", "cblas_*", "dgemm_*",
                                        "fftw_*", "ZSTD_*", "cuda*", "sched_setaffinity", "pthread_setaffinity_np",
                                        "mallctl", "mallopt", "fork", "dlopen"};
@@ -580,6 +656,7 @@ Composition compose(const ComposeOptions& opts, Diagnostics& diags) {
   for (auto& [a, b] : m.co_run)
     add_relation(comp, {Relation::Kind::CoRun, resolve_name(comp, a), resolve_name(comp, b), "manifest", "manifest"});
   if (!m.nested.empty() || !m.co_run.empty()) comp.source_scanned = true;  // the user stated the relations
+  find_command_process_controls(comp, opts, scripts, diags);
   return comp;
 }
 

@@ -88,4 +88,27 @@ SourceScan scan_source(const std::string& root, const std::vector<RegionRule>& r
 
 std::string rules_dir_or_default(const std::string& dir);
 
+// The interpreter the kernel runs for a script: `#!/bin/sh -e` gives /bin/sh, `#!/usr/bin/env
+// bash` bash as found on PATH (the run's, else ours). "" when `path` does not start with #!;
+// `why` then, or when the interpreter is not found, says why.
+std::string interpreter_of(const std::string& path, const std::map<std::string, std::string>& env, std::string& why);
+
+// A tool that starts processes and the options that say how many run at once
+// (tuner/rules/launchers.json): {"tools": "xargs", "options": ["-P", "--max-procs"]}. tools
+// "*": any command.
+struct Launcher {
+  std::string tools;                 // glob alternatives against a command's base name
+  std::vector<std::string> options;
+};
+std::vector<Launcher> load_launchers(const std::string& rules_dir, Diagnostics& diags);
+
+// Process counts a command exposes: a launcher's option whose value is a placeholder
+// ({NAME}, {NAME:-D}) or a variable ($NAME, ${NAME}, ${NAME:-D}), in the arguments (an argument
+// holding spaces, `sh -c '...'`, is read as script text) or in `scripts` (path -> text). A
+// literal value (`xargs -P 2`) is not a control: `fixed` gets "script.sh:3: xargs -P 2".
+std::vector<ProcessControl> find_process_controls(const std::vector<std::string>& args,
+                                                  const std::vector<std::pair<std::string, std::string>>& scripts,
+                                                  const std::vector<Launcher>& launchers,
+                                                  std::vector<std::string>* fixed = nullptr);
+
 }  // namespace syspilot::tuner::compose_detail

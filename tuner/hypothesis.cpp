@@ -70,7 +70,9 @@ std::vector<Rule> load(const std::string& dir, Diagnostics& diags) {
   std::error_code ec;
   std::vector<fs::path> files;
   for (auto& e : fs::directory_iterator(root, ec))
-    if (e.path().extension() == ".json" && e.path().filename() != "regions.json") files.push_back(e.path());
+    if (e.path().extension() == ".json" && e.path().filename() != "regions.json" &&
+        e.path().filename() != "launchers.json")
+      files.push_back(e.path());
   if (ec || files.empty()) {
     diags.error({root, 0, 0}, "no hypothesis rules found", "no-rules",
                 "restore tuner/rules/*.json or point SYSPILOT_RULES_DIR at a folder of rules");
@@ -197,6 +199,15 @@ bool number_text(const std::string& s, double* v) {
 struct Party {
   std::string name;
   const ContractUse* use = nullptr;  // null for app-threads
+  int processes = 0;                 // most processes that ran it at once (first run; 0: unknown)
+  int process_threads = 0;           // most threads alive at once in those processes
+};
+
+// What a hypothesis' processes look like: the process count the command exposes (a control),
+// the count measured, for `{processes}`, `$processes` and `ncpus/processes` in a rule.
+struct ProcessFacts {
+  std::string control;  // the command's process-count control ("" when it exposes none)
+  int count = 1;        // most processes of the tuple's parties at once (at least 1)
 };
 
 std::string loc_line(const ContractUse* u, const SourceLoc& loc, const std::string& what) {
@@ -209,6 +220,14 @@ bool has_feature(const Party& p, const std::string& feature, std::vector<std::st
   auto colon = feature.find(':');
   std::string what = feature.substr(0, colon), arg = colon == std::string::npos ? "" : feature.substr(colon + 1);
   if (what == "self") return p.name == arg;
+  if (what == "processes") {
+    // Several processes of the application run the party at once (a script's workers).
+    double n = 0;
+    if (!number_text(arg, &n) || p.processes < n) return false;
+    sources.push_back("first run: " + p.name + " mapped in " + std::to_string(p.processes) +
+                      " processes at once (" + std::to_string(p.process_threads) + " threads)");
+    return true;
+  }
   if (!p.use) return false;
   const lpcl::Contract& c = p.use->contract;
   if (what == "provides") {
@@ -274,9 +293,11 @@ bool plays(const Party& p, const rules::Role& role, std::vector<std::string>& so
   return true;
 }
 
-// "{role}", "{role:resource}", "{ncpus}" in a rule's text. `ok` turns false when a control is missing.
+// "{role}", "{role:resource}", "{ncpus}" in a rule's text; "{processes}" is the command's
+// process-count control, else the count measured; "{nprocesses}" the count. `ok` turns false
+// when a control is missing.
 std::string expand(const std::string& text, const std::map<std::string, const Party*>& roles, bool& ok,
-                   const char* missing) {
+                   const char* missing, const ProcessFacts& procs) {
   std::string out;
   for (size_t i = 0; i < text.size();) {
     if (text[i] != '{') {
@@ -292,6 +313,10 @@ std::string expand(const std::string& text, const std::map<std::string, const Pa
     i = close + 1;
     if (key == "ncpus" || key == "ncores") {
       out += std::to_string(online_cpus());
+      continue;
+    }
+    if (key == "processes" || key == "nprocesses") {
+      out += key == "processes" && !procs.control.empty() ? procs.control : std::to_string(procs.count);
       continue;
     }
     auto colon = key.find(':');
@@ -325,10 +350,12 @@ bool exported(const Composition& comp, const std::string& name) {
 
 // A rule's value: a literal, "ncpus", "ncpus/2" (at least 1), from the machine facts the
 // space is built for (SYSPILOT_NCPUS included), so that remedies and domains agree.
-std::string rule_value(const std::string& v) {
+// "ncpus/processes" is the machine shared by the processes measured running at once.
+std::string rule_value(const std::string& v, const ProcessFacts& procs) {
   int n = MachineFacts::detect().ncpus;
   if (v == "ncpus" || v == "ncores") return std::to_string(n);
   if (v == "ncpus/2" || v == "ncores/2") return std::to_string(std::max(1, n / 2));
+  if (v == "ncpus/processes" || v == "ncores/processes") return std::to_string(std::max(1, n / std::max(1, procs.count)));
   return v;
 }
 
@@ -358,9 +385,14 @@ std::string lowest_value(const lpcl::Control& c) {
 // fewest threads: 1 for OMP_NUM_THREADS, 0 for zstd's nbWorkers, where the caller compresses).
 bool resolve_assignment(const std::map<std::string, std::string>& spec,
                         const std::map<std::string, const Party*>& roles, bool env_only, const Composition& comp,
-                        Config& out) {
+                        const ProcessFacts& procs, Config& out) {
   for (auto& [key, raw] : spec) {
-    std::string value = rule_value(raw);
+    std::string value = rule_value(raw, procs);
+    if (key == "$processes") {  // the command's process count: only when it exposes one
+      if (procs.control.empty()) return false;
+      out[procs.control] = value;
+      continue;
+    }
     auto colon = key.find(':');
     if (colon == std::string::npos) {
       out[key] = value;
@@ -407,7 +439,12 @@ std::vector<Hypothesis> hypothesize(const Composition& comp, Diagnostics& diags,
   std::vector<Hypothesis> out;
   std::vector<Rule> rs = rules::load(rules_dir, diags);
   std::vector<Party> parties;
-  for (auto& c : comp.contracts) parties.push_back({c.contract.name, &c});
+  for (auto& c : comp.contracts) {
+    Party p{c.contract.name, &c};
+    if (auto it = comp.processes.find(p.name); it != comp.processes.end()) p.processes = it->second;
+    if (auto it = comp.process_threads.find(p.name); it != comp.process_threads.end()) p.process_threads = it->second;
+    parties.push_back(p);
+  }
   if (comp.app_threads) parties.push_back({kAppThreads, nullptr});
   auto party = [&](const std::string& n) -> const Party* {
     for (auto& p : parties)
@@ -474,12 +511,21 @@ std::vector<Hypothesis> hypothesize(const Composition& comp, Diagnostics& diags,
       for (size_t i = 0; i < tuple.size(); ++i) h.id += (i ? ">" : "") + tuple[i]->name;
       if (!ids.insert(h.id).second) continue;
       for (auto* p : tuple) h.libraries.push_back(p->name);
+      ProcessFacts procs;
+      if (!comp.process_controls.empty()) procs.control = comp.process_controls.front().name;
+      for (auto* p : tuple) procs.count = std::max(procs.count, p->processes);
       bool ok = true;
-      h.symptom = expand(rule.symptom, roles, ok, "its");
+      h.symptom = expand(rule.symptom, roles, ok, "its", procs);
       ok = true;
-      h.constraint = expand(rule.constraint, roles, ok, "");
+      h.constraint = expand(rule.constraint, roles, ok, "", procs);
       if (!ok) h.constraint.clear();
       for (auto& spec : rule.controls) {
+        if (spec == "$processes") {  // the command's process count, when it exposes one
+          if (!procs.control.empty() &&
+              std::find(h.controls.begin(), h.controls.end(), procs.control) == h.controls.end())
+            h.controls.push_back(procs.control);
+          continue;
+        }
         auto colon = spec.find(':');
         if (colon == std::string::npos) {  // a control named as such
           if (std::find(h.controls.begin(), h.controls.end(), spec) == h.controls.end()) h.controls.push_back(spec);
@@ -492,13 +538,13 @@ std::vector<Hypothesis> hypothesize(const Composition& comp, Diagnostics& diags,
       }
       for (auto& spec : rule.remedies) {
         Config c;
-        if (resolve_assignment(spec, roles, false, comp, c) &&
+        if (resolve_assignment(spec, roles, false, comp, procs, c) &&
             std::find(h.remedies.begin(), h.remedies.end(), c) == h.remedies.end())
           h.remedies.push_back(c);
       }
       for (auto& spec : rule.probes) {
         Config c;
-        if (resolve_assignment(spec, roles, true, comp, c)) {
+        if (resolve_assignment(spec, roles, true, comp, procs, c)) {
           h.probe = c;
           break;
         }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cmath>
+#include <filesystem>
 #include <set>
 #include <sstream>
 
@@ -59,6 +60,35 @@ bool compare(double v, const std::string& op, double t) {
 
 std::string failure_text(const RunResult& r) { return r.failure.empty() ? "ok" : r.failure; }
 
+// A hypothesis' own processes in one run: `lib_procs_max`, the most processes that had one of
+// its libraries mapped at once, and `lib_threads_max`, the most threads alive at once in them.
+std::map<std::string, double> own_signals(const Composition& comp, const Hypothesis& h, const RunResult& r) {
+  std::map<std::string, double> s;
+  if (r.samples == 0) return s;
+  std::vector<const Library*> libs;
+  for (auto& l : comp.libraries)
+    if (!l.contract.empty() && std::find(h.libraries.begin(), h.libraries.end(), l.contract) != h.libraries.end())
+      libs.push_back(&l);
+  if (libs.empty()) return s;
+  int procs = 0, threads = 0;
+  for (auto& u : r.library_use) {
+    std::string base = u.path.substr(u.path.rfind('/') + 1);
+    bool mine = false;
+    for (auto* l : libs) mine |= u.path == l->path || base == l->soname || u.path == l->real_path;
+    if (!mine) {
+      std::error_code ec;
+      std::string real = std::filesystem::canonical(u.path, ec).string();
+      for (auto* l : libs) mine |= !ec && real == l->real_path;
+    }
+    if (!mine) continue;
+    procs = std::max(procs, u.max_concurrent);
+    threads = std::max(threads, u.max_threads);
+  }
+  s["lib_procs_max"] = procs;
+  s["lib_threads_max"] = threads;
+  return s;
+}
+
 }  // namespace
 
 std::map<std::string, double> signals_of(const RunResult& r, int ncpus) {
@@ -84,6 +114,7 @@ std::map<std::string, double> signals_of(const RunResult& r, int ncpus) {
     s["runq_wait_frac"] = r.runq_wait_s / (wall * ncpus);
     s["pinned_sharing"] = r.pinned_sharing;
     s["main_pinned"] = r.main_pinned ? 1 : 0;
+    s["procs_max"] = r.max_processes;
   }
   for (auto& [k, v] : r.perf) {
     s["perf." + k] = v;
@@ -325,6 +356,18 @@ Profile profile(const Composition& comp, std::vector<Hypothesis>& hs, const Prof
 
   for (auto& h : hs) {
     h.evidence.clear();
+    // Signals of the hypothesis' own libraries (their processes), medians over default runs.
+    std::map<std::string, double> own;
+    {
+      std::map<std::string, std::vector<double>> per_run;
+      for (auto& r : prof.default_runs)
+        for (auto& [k, v] : own_signals(comp, h, r)) per_run[k].push_back(v);
+      for (auto& [k, v] : per_run) own[k] = median_value(v);
+    }
+    auto source_of = [&](const std::string& sig, std::map<std::string, double>& probe_sig) -> std::map<std::string, double>& {
+      if (sig.rfind("probe.", 0) == 0 || sig == "controls_set") return probe_sig;
+      return own.count(sig) ? own : prof.signals;
+    };
     const ProbeRun* probe = nullptr;
     for (auto& p : prof.probes)
       if (p.env == h.probe && !h.probe.empty()) probe = &p;
@@ -360,7 +403,7 @@ Profile profile(const Composition& comp, std::vector<Hypothesis>& hs, const Prof
         probe_sig["controls_set"] = n;
         is_probe = true;
       }
-      auto& src = is_probe ? probe_sig : prof.signals;
+      auto& src = source_of(c.signal, probe_sig);
       auto it = src.find(c.signal);
       if (it == src.end() || std::isnan(it->second)) {
         e.note = is_probe ? "not measured: " + (probe_problem.empty() ? "no probe" : probe_problem)
@@ -372,7 +415,7 @@ Profile profile(const Composition& comp, std::vector<Hypothesis>& hs, const Prof
       e.value = it->second;
       e.passed = compare(e.value, c.op, c.threshold);
       if (!e.passed && !c.or_signal.empty()) {
-        auto& osrc = c.or_signal.rfind("probe.", 0) == 0 ? probe_sig : prof.signals;
+        auto& osrc = source_of(c.or_signal, probe_sig);
         auto oit = osrc.find(c.or_signal);
         if (oit != osrc.end() && !std::isnan(oit->second) && compare(oit->second, c.or_op, c.or_threshold)) {
           // The alternative decided: report it as the evidence.

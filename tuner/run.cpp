@@ -90,26 +90,34 @@ std::string format_seconds(double s) {
 }
 
 // Watches the process tree rooted at the child: threads, per-thread CPU and run-queue wait,
-// mapped shared objects. Threads that exit keep their last values.
+// mapped shared objects, and which processes had each mapped at once. Threads that exit keep
+// their last values.
 class TreeSampler {
  public:
-  TreeSampler(int root, int pgid) : root_(root), pgid_(pgid) { pids_.insert(root); }
+  TreeSampler(int root, int pgid) : root_(root), pgid_(pgid) { procs_[root]; }
 
+  // `read_maps` re-reads every process' maps (a plugin dlopen'ed late); a process' maps are
+  // also read on its first three sweeps and whenever its name changes (it exec'ed).
   void sweep(bool rescan_tree, bool read_maps) {
     if (rescan_tree) rescan();
-    int alive_threads = 0;
-    for (auto it = pids_.begin(); it != pids_.end();) {
-      int pid = *it;
+    int alive_threads = 0, alive_procs = 0;
+    std::vector<int> lib_procs(lib_paths_.size(), 0), lib_threads(lib_paths_.size(), 0);
+    std::vector<int> born;  // children found through /proc/PID/task/PID/children
+    for (auto it = procs_.begin(); it != procs_.end();) {
+      int pid = it->first;
+      Proc& proc = it->second;
       std::string base = "/proc/" + std::to_string(pid) + "/task";
       auto tids = numeric_entries(base);
       if (tids.empty() && pid != root_) {
-        it = pids_.erase(it);
+        it = procs_.erase(it);
         continue;
       }
+      int proc_threads = 0;
       for (int tid : tids) {
         std::string ss = slurp(base + "/" + std::to_string(tid) + "/schedstat");
         if (ss.empty()) continue;
         ++alive_threads;
+        ++proc_threads;
         unsigned long long cpu_ns = 0, wait_ns = 0;
         if (std::sscanf(ss.c_str(), "%llu %llu", &cpu_ns, &wait_ns) != 2) continue;
         auto& t = threads_[tid];
@@ -129,52 +137,113 @@ class TreeSampler {
           t.cpu_mask.assign(reinterpret_cast<const char*>(&mask), sizeof mask);
         }
       }
-      if (read_maps) read_libraries(pid);
+      if (proc_threads > 0) {
+        // A new process (a script's command, a worker) is seen on the next sweep, not at the
+        // next full /proc walk: short-lived children count too.
+        std::istringstream kids(slurp(base + "/" + std::to_string(pid) + "/children"));
+        for (int k; kids >> k;)
+          if (!procs_.count(k)) born.push_back(k);
+        std::string comm;
+        std::vector<std::string> f;
+        bool zombie = stat_fields(slurp("/proc/" + std::to_string(pid) + "/stat"), comm, f) && f[0] == "Z";
+        if (zombie) {  // exited, not yet reaped: runs nothing, holds no library
+          ++it;
+          continue;
+        }
+        bool exec_seen = comm != proc.comm;
+        proc.comm = comm;
+        if (read_maps || proc.sweeps < 3 || exec_seen) read_libraries(pid, proc);
+        ++proc.sweeps;
+        ++alive_procs;
+        lib_procs.resize(lib_paths_.size(), 0);  // maps read just now may add libraries
+        lib_threads.resize(lib_paths_.size(), 0);
+        for (int id : proc.libs) {
+          ++lib_procs[id];
+          lib_threads[id] += proc_threads;
+        }
+      }
       ++it;
     }
+    for (int k : born) procs_[k];
     if (alive_threads > 0) {
       ++samples_;
       thread_sum_ += alive_threads;
       max_threads_ = std::max(max_threads_, alive_threads);
+      max_procs_ = std::max(max_procs_, alive_procs);
+      for (size_t id = 0; id < lib_procs.size(); ++id) {
+        uses_[id].max_concurrent = std::max(uses_[id].max_concurrent, lib_procs[id]);
+        uses_[id].max_threads = std::max(uses_[id].max_threads, lib_threads[id]);
+      }
     }
   }
 
   int samples() const { return samples_; }
   int max_threads() const { return max_threads_; }
+  int max_processes() const { return max_procs_; }
   double mean_threads() const { return samples_ ? double(thread_sum_) / samples_ : 0; }
   const std::map<int, ThreadSample>& threads() const { return threads_; }
-  const std::set<std::string>& libraries() const { return libraries_; }
+  std::vector<std::string> libraries() const {
+    std::set<std::string> s(lib_paths_.begin(), lib_paths_.end());
+    return {s.begin(), s.end()};
+  }
+  std::vector<LibraryUse> library_use() const {
+    std::vector<LibraryUse> out = uses_;
+    std::sort(out.begin(), out.end(), [](const LibraryUse& a, const LibraryUse& b) { return a.path < b.path; });
+    return out;
+  }
 
  private:
+  struct Proc {
+    std::string comm;
+    int sweeps = 0;
+    std::set<int> libs;  // ids into lib_paths_ currently mapped (as last read)
+    std::set<int> ever;  // every id it was seen with
+  };
+
   // Finds descendants: processes in the child's process group, or whose parent is known.
   void rescan() {
     for (int pid : numeric_entries("/proc")) {
-      if (pids_.count(pid)) continue;
+      if (procs_.count(pid)) continue;
       std::string comm;
       std::vector<std::string> f;
       if (!stat_fields(slurp("/proc/" + std::to_string(pid) + "/stat"), comm, f)) continue;
       int ppid = std::atoi(f[1].c_str()), pgrp = std::atoi(f[2].c_str());
-      if (pgrp == pgid_ || pids_.count(ppid)) pids_.insert(pid);
+      if (pgrp == pgid_ || procs_.count(ppid)) procs_[pid];
     }
   }
 
-  void read_libraries(int pid) {
+  void read_libraries(int pid, Proc& proc) {
     std::string maps = slurp("/proc/" + std::to_string(pid) + "/maps");
+    if (maps.empty()) return;  // gone, or not readable: keep what was seen
     std::istringstream is(maps);
+    std::set<int> now;
     for (std::string line; std::getline(is, line);) {
       auto slash = line.find('/');
       if (slash == std::string::npos) continue;
       std::string path = line.substr(slash);
       if (path.find(".so") == std::string::npos) continue;
-      libraries_.insert(path);
+      auto [it, fresh] = lib_ids_.emplace(path, static_cast<int>(lib_paths_.size()));
+      if (fresh) {
+        lib_paths_.push_back(path);
+        uses_.push_back({});
+        uses_.back().path = path;
+      }
+      now.insert(it->second);
     }
+    for (int id : now) {
+      if (proc.ever.insert(id).second) ++uses_[id].processes;
+      if (pid == root_) uses_[id].in_root = true;
+    }
+    proc.libs = std::move(now);
   }
 
   int root_, pgid_;
-  std::set<int> pids_;
+  std::map<int, Proc> procs_;
   std::map<int, ThreadSample> threads_;
-  std::set<std::string> libraries_;
-  int samples_ = 0, max_threads_ = 0;
+  std::map<std::string, int> lib_ids_;
+  std::vector<std::string> lib_paths_;
+  std::vector<LibraryUse> uses_;  // by id
+  int samples_ = 0, max_threads_ = 0, max_procs_ = 0;
   long thread_sum_ = 0;
 };
 
@@ -243,7 +312,8 @@ void read_counters(std::vector<PerfCounter>& cs, RunResult& r) {
   }
 }
 
-std::vector<std::string> build_env(const RunSpec& spec) {
+// The child's environment: inherited (unless not wanted), less env_unset, plus env_set.
+std::map<std::string, std::string> child_env(const RunSpec& spec) {
   std::map<std::string, std::string> env;
   if (spec.inherit_env)
     for (char** e = environ; e && *e; ++e) {
@@ -253,8 +323,42 @@ std::vector<std::string> build_env(const RunSpec& spec) {
     }
   for (auto& k : spec.env_unset) env.erase(k);
   for (auto& [k, v] : spec.env_set) env[k] = v;
+  return env;
+}
+
+std::vector<std::string> build_env(const std::map<std::string, std::string>& env) {
   std::vector<std::string> out;
   for (auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+bool placeholder_char(char c, bool first) {
+  return (c >= 'A' && c <= 'Z') || c == '_' || (!first && c >= '0' && c <= '9');
+}
+
+// Finds the placeholders of one argument: {start, end} of each `{...}` with its parts.
+std::vector<std::pair<std::pair<size_t, size_t>, Placeholder>> scan_placeholders(const std::string& a) {
+  std::vector<std::pair<std::pair<size_t, size_t>, Placeholder>> out;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != '{' || (i > 0 && a[i - 1] == '$')) continue;
+    size_t j = i + 1;
+    while (j < a.size() && placeholder_char(a[j], j == i + 1)) ++j;
+    if (j == i + 1 || j >= a.size()) continue;
+    Placeholder p;
+    p.name = a.substr(i + 1, j - i - 1);
+    if (a[j] == '}') {
+      out.push_back({{i, j + 1}, p});
+      i = j;
+      continue;
+    }
+    if (a.compare(j, 2, ":-") != 0) continue;
+    size_t close = a.find('}', j + 2);
+    if (close == std::string::npos) continue;
+    p.fallback = a.substr(j + 2, close - j - 2);
+    p.has_fallback = true;
+    out.push_back({{i, close + 1}, p});
+    i = close;
+  }
   return out;
 }
 
@@ -290,11 +394,13 @@ RunResult run(const RunSpec& spec) {
     r.failure = "exec failed: no command given";
     return r;
   }
-  std::vector<std::string> env = build_env(spec);
+  std::map<std::string, std::string> env_map = child_env(spec);
+  std::vector<std::string> env = build_env(env_map);
+  std::vector<std::string> args = spec.placeholders ? substitute_placeholders(spec.argv, env_map) : spec.argv;
   std::vector<char*> envp, argv;
   for (auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
-  for (auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
 
   int out_pipe[2], err_pipe[2], go_pipe[2], exec_pipe[2];
@@ -484,7 +590,9 @@ RunResult run(const RunSpec& spec) {
     ++n.second;
   }
   for (auto& [mask, n] : narrow) r.pinned_sharing = std::max(r.pinned_sharing, double(n.second) / n.first);
-  r.libraries.assign(sampler.libraries().begin(), sampler.libraries().end());
+  r.libraries = sampler.libraries();
+  r.max_processes = sampler.max_processes();
+  r.library_use = sampler.library_use();
 
   if (WIFEXITED(status)) {
     r.exit_code = WEXITSTATUS(status);
@@ -498,6 +606,40 @@ RunResult run(const RunSpec& spec) {
   else if (r.exit_code != 0)
     r.failure = "exit " + std::to_string(r.exit_code);
   return r;
+}
+
+std::vector<Placeholder> placeholders(const std::vector<std::string>& argv) {
+  std::vector<Placeholder> out;
+  for (size_t i = 0; i < argv.size(); ++i)
+    for (auto& [span, p] : scan_placeholders(argv[i])) {
+      out.push_back(p);
+      out.back().arg = i;
+    }
+  return out;
+}
+
+std::vector<std::string> substitute_placeholders(const std::vector<std::string>& argv,
+                                                 const std::map<std::string, std::string>& env) {
+  std::vector<std::string> out;
+  for (auto& a : argv) {
+    auto found = scan_placeholders(a);
+    if (found.empty()) {
+      out.push_back(a);
+      continue;
+    }
+    std::string s;
+    size_t at = 0;
+    for (auto& [span, p] : found) {
+      s += a.substr(at, span.first - at);
+      auto it = env.find(p.name);
+      if (it != env.end() && !it->second.empty()) s += it->second;
+      else if (p.has_fallback) s += p.fallback;
+      else s += a.substr(span.first, span.second - span.first);
+      at = span.second;
+    }
+    out.push_back(s + a.substr(at));
+  }
+  return out;
 }
 
 double machine_busy_seconds() {

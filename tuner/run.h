@@ -18,6 +18,19 @@ struct RunSpec {
   double sample_interval_s = 0.02;               // /proc sampling period; <= 0: no sampling
   bool perf = true;                              // perf_event_open software counters
   size_t output_cap = 1 << 20;                   // bytes kept of stdout and of stderr each
+  bool placeholders = true;                      // replace {NAME} in argv (substitute_placeholders);
+                                                 // false for a command that passes them on (syspilot itself)
+};
+
+// A shared object as the process tree used it: how many processes mapped it, how many of
+// them ran at once, and their threads at that moment (a batch script running `xargs -P 2`
+// over an OpenMP program: libgomp in 2 processes at once, 2 x ncpus threads).
+struct LibraryUse {
+  std::string path;         // as mapped (/proc/PID/maps)
+  int processes = 0;        // distinct processes of the tree seen with it mapped
+  int max_concurrent = 0;   // most of them alive at once, as sampled
+  int max_threads = 0;      // most threads alive at once in processes that had it mapped
+  bool in_root = false;     // the started process itself mapped it (not only its children)
 };
 
 // One thread's CPU use as last seen by the sampler.
@@ -49,6 +62,8 @@ struct RunResult {
                              // than it started with: every thread it starts inherits that set
   std::vector<ThreadSample> threads;             // every thread seen, last values
   std::vector<std::string> libraries;            // shared objects mapped by the tree (dlopen included)
+  int max_processes = 0;                         // most processes of the tree alive at once
+  std::vector<LibraryUse> library_use;           // per shared object: processes that mapped it
   std::map<std::string, double> perf;            // perf_event_open counters that worked
   std::vector<std::string> perf_notes;           // "cycles: not supported on this kernel/VM"
   std::string stdout_text, stderr_text;          // capped at RunSpec::output_cap
@@ -58,7 +73,23 @@ struct RunResult {
 };
 
 // Runs argv as described. Never throws for a failing child; `failure` says what happened.
+// Placeholders in the arguments are replaced first (substitute_placeholders, with the child's
+// environment) unless RunSpec::placeholders is false.
 RunResult run(const RunSpec& spec);
+
+// `{NAME}` or `{NAME:-DEFAULT}` inside an argument (NAME: capitals, digits and '_', not
+// starting with a digit; not preceded by '$', which is the shell's own `${NAME}`): a control
+// given on the command line, `xargs -P {NPROC:-2}`. It is replaced by NAME's value in the
+// child's environment (a trial's control, --env, or inherited), else by DEFAULT; with
+// neither, it stays as written.
+struct Placeholder {
+  std::string name, fallback;  // fallback: DEFAULT ("" when none)
+  bool has_fallback = false;
+  size_t arg = 0;              // index in argv
+};
+std::vector<Placeholder> placeholders(const std::vector<std::string>& argv);
+std::vector<std::string> substitute_placeholders(const std::vector<std::string>& argv,
+                                                 const std::map<std::string, std::string>& env);
 
 // Number of CPUs this process may run on (sched_getaffinity), at least 1.
 int online_cpus();

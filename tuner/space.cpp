@@ -401,10 +401,12 @@ Space build_space(const std::vector<lpcl::Contract>& contracts, const std::vecto
         }
   }
   // A control a contract declares but that cannot be searched already has its note above; the
-  // warning is for names no composed contract declares at all.
+  // warning is for names no composed contract declares at all and the user does not add or pin.
   std::set<std::string> declared;
   for (const auto& contract : contracts)
     for (const auto& c : contract.controls) declared.insert(c.name);
+  for (const auto& [name, values] : edits.add) declared.insert(name);
+  for (const auto& [name, value] : edits.pin) declared.insert(name);
   for (const auto& name : wanted)
     if (!space.find(name) && !declared.count(name))
       diags.warning({}, "a hypothesis names control '" + name + "' that no composed contract declares",

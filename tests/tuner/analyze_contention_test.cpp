@@ -28,28 +28,8 @@ std::string program_source(const std::string& name) { return std::string(SYSPILO
 std::string corpus() { return std::string(SYSPILOT_TEST_PROGRAM_SOURCES) + "/../../../corpus"; }
 
 // A private folder for sources written by a test and for programs compiled by it.
-struct Scratch {
-  fs::path dir;
-  Scratch() {
-    static int n = 0;
-    dir = fs::temp_directory_path() / ("syspilot-contention-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
-    fs::create_directories(dir);
-  }
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(dir / name) << text;
-    return (dir / name).string();
-  }
-  // cc ARGS -o dir/out; empty string when the compiler fails.
-  std::string compile(const std::string& out, const std::string& args) const {
-    std::string path = (dir / out).string();
-    std::string cmd = "cc -O2 -w " + args + " -o '" + path + "' 2>&1";
-    int rc = std::system(cmd.c_str());
-    return rc == 0 ? path : "";
-  }
+struct Scratch : testing_support::Scratch {
+  Scratch() : testing_support::Scratch("contention") {}
 };
 
 using testing_support::find_h;

@@ -18,6 +18,8 @@
 #include <set>
 #include <thread>
 
+#include "tests/tuner/analyze_support.h"
+#include "tests/tuner/tune_cli_support.h"
 #include "tuner/analyze.h"
 #include "tuner/measure.h"
 #include "tuner/run.h"
@@ -333,27 +335,8 @@ TEST(TuneLive, KillNineThenResumeRepeatsNoTrial) {
 #ifdef SYSPILOT_CLI
 namespace {
 
-// A scratch folder for one CLI test, removed afterwards.
-struct Scratch {
-  std::filesystem::path dir;
-  explicit Scratch(const std::string& name)
-      : dir(std::filesystem::temp_directory_path() / ("syspilot-" + name + "-" + std::to_string(getpid()))) {
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-  }
-  ~Scratch() { std::filesystem::remove_all(dir); }
-  std::string operator/(const std::string& f) const { return (dir / f).string(); }
-};
-
-RunResult tune_cli(std::vector<std::string> args, double timeout_s = 120) {
-  RunSpec rs;
-  rs.argv = {SYSPILOT_CLI, "tune"};
-  rs.argv.insert(rs.argv.end(), args.begin(), args.end());
-  rs.timeout_s = timeout_s;
-  rs.sample_interval_s = 0;
-  rs.perf = false;
-  return run(rs);
-}
+using testing_support::Scratch;
+using testing_support::tune_cli;
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> v;

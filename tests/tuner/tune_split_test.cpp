@@ -191,6 +191,37 @@ TEST(TuneSplits, FallbackCoupledCandidateIsTriedWithItsPartnerHeld) {
   }
 }
 
+// A hypothesis may name a control no contract declares (a process count the program takes as
+// an argument): the space warns and says how to add it, and once it is added or pinned it is
+// searched without the warning.
+TEST(TuneSplits, AControlNoContractDeclaresIsWarnedUntilAdded) {
+  MachineFacts m = cpus(16);
+  lpcl::Contract omp;
+  omp.name = "libgomp";
+  omp.controls = {threads("OMP_NUM_THREADS", "1024", "ncpus")};
+  Guide g;
+  g.id = "process_oversubscription:libgomp";
+  g.kind = "process_oversubscription";
+  g.controls = {"NPROC", "OMP_NUM_THREADS"};
+  auto warned = [](const Diagnostics& d) { return d.str().find("unknown-control") != std::string::npos; };
+  Diagnostics plain;
+  Space s = build_space({omp}, {g}, SpaceScope::Hypotheses, {}, m, plain);
+  EXPECT_TRUE(warned(plain)) << plain.str();
+  EXPECT_FALSE(s.find("NPROC"));
+  SpaceEdits add;
+  add.add["NPROC"] = {"1", "2", "4"};
+  Diagnostics added;
+  s = build_space({omp}, {g}, SpaceScope::Hypotheses, add, m, added);
+  EXPECT_FALSE(warned(added)) << added.str();
+  ASSERT_TRUE(s.find("NPROC"));
+  EXPECT_EQ(s.find("NPROC")->values.size(), 3u);
+  SpaceEdits pin;
+  pin.pin["NPROC"] = "2";
+  Diagnostics pinned;
+  build_space({omp}, {g}, SpaceScope::Hypotheses, pin, m, pinned);
+  EXPECT_FALSE(warned(pinned)) << pinned.str();
+}
+
 // The guides' candidates and refinement run out long before a budget of 40 on a space of
 // hundreds of configurations: the rest is spent model-based, moving few controls at a time,
 // and the search finishes early only when nothing is left to measure.

@@ -1,0 +1,90 @@
+// `syspilot tune` on batch work: a script running an OpenMP program two at a time through
+// `xargs -P` (ImageMagick's convert when Debian's imagemagick is installed, else our omp_loop)
+// gets per-process threads; a process count given as a placeholder in the arguments
+// (`xargs -P {NPROC:-2}`) is searched with --add.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "tests/tuner/analyze_support.h"
+#include "tests/tuner/tune_cli_support.h"
+#include "tuner/run.h"
+#include "tuner/session.h"
+
+#ifdef SYSPILOT_CLI
+namespace fs = std::filesystem;
+using namespace syspilot::tuner;
+
+namespace {
+
+std::string program(const std::string& name) { return std::string(SYSPILOT_TEST_PROGRAMS) + "/" + name; }
+const char* kConvert = "/usr/bin/convert-im6.q16";
+
+using testing_support::Scratch;
+
+// The defaults under test: each process sizes its OpenMP team for the machine.
+RunResult tune_cli(std::vector<std::string> args) {
+  return testing_support::tune_cli(std::move(args), 240,
+                                   {"OMP_NUM_THREADS", "OMP_THREAD_LIMIT", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "NPROC",
+                                    "OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY"});
+}
+
+}  // namespace
+
+// The brief's case: `bash batch.sh` (xargs -P 2 over an OpenMP program). The analysis derives
+// process oversubscription from the children; tune answers with a per-process thread count.
+TEST(TuneProcesses, BatchScriptGetsPerProcessThreads) {
+  if (online_cpus() < 2) GTEST_SKIP() << "one CPU: one thread per process is the default";
+  Scratch s("tune-batch");
+  bool magick = fs::exists(kConvert);
+  std::string job = magick ? std::string(kConvert) + " -size 150x8400 gradient: -gaussian-blur 0x2 null:"
+                           : program("omp_loop") + " 60 100000 @";
+  std::string script = s / "batch.sh";
+  std::ofstream(script) << "#!/bin/sh\nseq 1 4 | xargs -I @ -P \"${NPROC:-2}\" " << job << "\n";
+  RunResult r = tune_cli({"--db", s / "t.db", "--budget", "6", "--verify", "0", "--", "bash", script});
+  ASSERT_TRUE(r.ok()) << (magick ? "ImageMagick: " : "omp_loop: ") << r.failure << "\n" << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("hypothesis process_oversubscription:libgomp:"), std::string::npos) << r.stderr_text;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.stdout_text, m, std::regex("(^|\\n)OMP_NUM_THREADS=([0-9]+)\\n")))
+      << "stdout:\n" << r.stdout_text << "\nstderr:\n" << r.stderr_text;
+  // processes x threads within the machine: 2 processes at a time.
+  EXPECT_LE(2 * std::stoi(m[2]), std::max(2, online_cpus())) << r.stdout_text;
+}
+
+// `xargs -P {NPROC:-2}` without a script: every trial replaces the placeholder with the
+// configuration's NPROC (else 2); the hypothesis names NPROC, --add gives its values, and no
+// trial fails (a placeholder left as written would make xargs refuse "-P {NPROC:-2}": exit 1).
+TEST(TuneProcesses, PlaceholderProcessCountIsSearched) {
+  if (online_cpus() < 2) GTEST_SKIP() << "one CPU";
+  Scratch s("tune-placeholder");
+  std::ofstream(s / "inputs") << "1\n2\n3\n4\n";
+  RunResult r = tune_cli({"--db", s / "t.db", "--budget", "8", "--verify", "0", "--max-repeats", "1", "--add",
+                          "NPROC=1,2", "--", "xargs", "-a", s / "inputs", "-n", "1", "-P", "{NPROC:-2}",
+                          program("omp_loop"), "60", "100000"});
+  ASSERT_TRUE(r.ok()) << r.failure << "\n" << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("hypothesis process_oversubscription:libgomp:"), std::string::npos) << r.stderr_text;
+  SessionStore st(s / "t.db");
+  auto trials = st.trials(1);
+  ASSERT_GE(trials.size(), 3u) << r.stderr_text;
+  bool one_process = false;
+  for (const auto& t : trials) {
+    // Capped (3x slower than the best: the default under outside load) is no failure of the run.
+    EXPECT_TRUE(t.m.ok || t.m.failure.rfind("capped at", 0) == 0) << to_string(t.config) << ": " << t.m.failure;
+    one_process |= t.config.count("NPROC") && t.config.at("NPROC") == "1";
+  }
+  EXPECT_TRUE(one_process) << "the remedy NPROC=1 with all threads was not tried\n" << r.stderr_text;
+  auto session = st.get(1);
+  ASSERT_TRUE(session);
+  auto guides = nlohmann::json::parse(session->guides_json);
+  bool named = false;
+  for (auto& g : guides)
+    if (g.value("id", "") == "process_oversubscription:libgomp")
+      named = g.value("constraint", "") == "NPROC * OMP_NUM_THREADS <= ncores";
+  EXPECT_TRUE(named) << session->guides_json;
+}
+#endif  // SYSPILOT_CLI
