@@ -1,4 +1,4 @@
-// `syspilot contracts list|show|diff|import|export|remove`: the contract store from the
+// `syspilot contracts list|show|diff|import|export|review|remove`: the contract store from the
 // command line. Thin layer over store/store.h and lpcl/lpcl.h.
 #include <unistd.h>
 
@@ -60,6 +60,14 @@ std::string known_libraries(const Store& s) {
   return out.empty() ? "none" : out;
 }
 
+// The highest version of `lib` with a reviewed revision ("" when none): what analysis takes.
+std::string reviewed_version(const Store& s, const std::string& lib) {
+  auto vs = s.versions(lib);
+  for (auto v = vs.rbegin(); v != vs.rend(); ++v)
+    if (v->reviewed_revision > 0) return v->version;
+  return "";
+}
+
 // "VERSION" or "VERSION@REVISION".
 std::pair<std::string, int> split_revision(const std::string& spec) {
   auto at = spec.rfind('@');
@@ -119,11 +127,27 @@ nlohmann::json parse_or_text(const std::string& s) {
   return j.is_discarded() ? nlohmann::json(s) : j;
 }
 
+// "reviewed 2026-01-02T10:00:00Z", or "unreviewed draft" with what to do about it.
+std::string review_text(const ContractRecord& r) {
+  if (r.review == store::Review::Reviewed) return "reviewed " + r.reviewed_at;
+  return std::string("unreviewed draft (after reading it: syspilot contracts review ") + r.library + " " +
+         r.version + " --revision " + std::to_string(r.revision) + ")";
+}
+
+// The list's REVIEW column: the newest revision's state, and an older reviewed one.
+std::string review_column(const store::VersionInfo& v) {
+  if (v.review == store::Review::Reviewed) return "reviewed";
+  if (v.reviewed_revision > 0) return "draft (r" + std::to_string(v.reviewed_revision) + " reviewed)";
+  return "unreviewed";
+}
+
 nlohmann::json record_json(const Store& s, const ContractRecord& r) {
   nlohmann::json j = {
       {"library", r.library},       {"version", r.version},
       {"revision", r.revision},     {"digest", r.digest},
       {"status", store::to_string(r.status)},
+      {"review", store::to_string(r.review)},
+      {"reviewed_at", r.reviewed_at.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.reviewed_at)},
       {"diagnostics", parse_or_text(r.diagnostics)},
       {"drafter", store::to_string(r.drafter)},
       {"model", r.model},           {"prompt", {{"id", r.prompt_id}, {"version", r.prompt_version}}},
@@ -163,7 +187,8 @@ nlohmann::json diagnostics_json(const Diagnostics& d) {
 struct Args {
   std::string db, lib, version, v1, v2, output;
   std::vector<std::string> files;
-  bool json = false, lpcl = false;
+  bool json = false, lpcl = false, unreviewed = false, revoke = false;
+  int revision = 0;
 };
 
 void register_list(CLI::App* parent) {
@@ -186,7 +211,11 @@ void register_list(CLI::App* parent) {
       if (a->json) {
         nlohmann::json j = nlohmann::json::array();
         for (auto& l : libs)
-          j.push_back({{"library", l.name}, {"versions", l.versions}, {"latest", l.latest_version}});
+          j.push_back({{"library", l.name},
+                       {"versions", l.versions},
+                       {"latest", l.latest_version},
+                       {"reviewed", reviewed_version(s, l.name).empty() ? nlohmann::json(nullptr)
+                                                                        : nlohmann::json(reviewed_version(s, l.name))}});
         std::cout << j.dump(2) << "\n";
         return;
       }
@@ -194,9 +223,13 @@ void register_list(CLI::App* parent) {
         std::cerr << "no contracts stored yet in " << s.path() << "\n";
         return;
       }
-      std::cout << std::left << std::setw(20) << "LIBRARY" << std::setw(10) << "VERSIONS" << "LATEST\n";
-      for (auto& l : libs)
-        std::cout << std::setw(20) << l.name << std::setw(10) << l.versions << l.latest_version << "\n";
+      std::cout << std::left << std::setw(20) << "LIBRARY" << std::setw(10) << "VERSIONS" << std::setw(18)
+                << "LATEST" << "REVIEWED\n";
+      for (auto& l : libs) {
+        std::string reviewed = reviewed_version(s, l.name);
+        std::cout << std::setw(20) << l.name << std::setw(10) << l.versions << std::setw(18) << l.latest_version
+                  << (reviewed.empty() ? "none" : reviewed) << "\n";
+      }
       return;
     }
     auto versions = s.versions(a->lib);
@@ -209,6 +242,8 @@ void register_list(CLI::App* parent) {
         j.push_back({{"version", v.version},
                      {"revision", v.revision},
                      {"status", store::to_string(v.status)},
+                     {"review", store::to_string(v.review)},
+                     {"reviewed_revision", v.reviewed_revision},
                      {"drafter", store::to_string(v.drafter)},
                      {"model", v.model},
                      {"digest", v.digest},
@@ -217,11 +252,12 @@ void register_list(CLI::App* parent) {
       return;
     }
     std::cout << std::left << std::setw(18) << "VERSION" << std::setw(5) << "REV" << std::setw(18)
-              << "STATUS" << std::setw(10) << "DRAFTER" << std::setw(26) << "STORED" << "DIGEST\n";
+              << "STATUS" << std::setw(22) << "REVIEW" << std::setw(10) << "DRAFTER" << std::setw(26) << "STORED"
+              << "DIGEST\n";
     for (auto& v : versions)
       std::cout << std::setw(18) << v.version << std::setw(5) << v.revision << std::setw(18)
-                << store::to_string(v.status) << std::setw(10) << store::to_string(v.drafter)
-                << std::setw(26) << v.created_at << v.digest.substr(0, 12) << "\n";
+                << store::to_string(v.status) << std::setw(22) << review_column(v) << std::setw(10)
+                << store::to_string(v.drafter) << std::setw(26) << v.created_at << v.digest.substr(0, 12) << "\n";
   });
 }
 
@@ -249,7 +285,7 @@ void register_show(CLI::App* parent) {
     // Provenance as LPCL comments, so that the output is still a valid LPCL file.
     auto revisions = s.revisions(r.library, r.version);
     std::cout << "# " << r.library << " " << r.version << ", revision " << r.revision << " of "
-              << revisions.size() << ", " << store::to_string(r.status) << "\n";
+              << revisions.size() << ", " << store::to_string(r.status) << ", " << review_text(r) << "\n";
     std::cout << "# drafter " << drafter_text(r) << ", stored " << r.created_at << "\n";
     std::cout << "# digest " << r.digest << "\n";
     if (!r.source.empty()) std::cout << "# source " << r.source << "\n";
@@ -307,9 +343,11 @@ void register_diff(CLI::App* parent) {
 void register_import(CLI::App* parent) {
   auto a = std::make_shared<Args>();
   auto* cmd = parent->add_subcommand(
-      "import", "Check LPCL files and store their contracts (origin manual); files with errors "
+      "import", "Check LPCL files and store their contracts (origin manual, reviewed); files with errors "
                 "are refused and nothing is stored");
   cmd->add_option("FILE", a->files, "LPCL files")->required();
+  cmd->add_flag("--unreviewed", a->unreviewed,
+                "Store them as unreviewed drafts (a file nobody has read against the library's documentation)");
   add_db_option(cmd, a->db);
   cmd->callback([a] {
     struct Item {
@@ -354,6 +392,7 @@ void register_import(CLI::App* parent) {
         ContractRecord r = ContractRecord::of(it.contract);
         r.drafter = store::Drafter::Manual;
         r.status = store::ContractStatus::Converged;
+        r.review = a->unreviewed ? store::Review::Unreviewed : store::Review::Reviewed;
         r.diagnostics = diagnostics_json(it.warnings).dump();
         r.source = it.source;
         done.emplace_back(&it, s.put_contract(r));
@@ -362,7 +401,8 @@ void register_import(CLI::App* parent) {
     }
     for (auto& [it, put] : done)
       std::cout << "stored " << it->contract.name << " " << it->contract.version << " revision "
-                << put.revision << (put.changed ? "" : " (unchanged)") << " in " << s.path() << "\n";
+                << put.revision << (put.changed ? "" : " (unchanged)") << " in " << s.path()
+                << (a->unreviewed ? " (unreviewed draft)" : " (reviewed)") << "\n";
   });
 }
 
@@ -379,6 +419,43 @@ void register_export(CLI::App* parent) {
     ContractRecord r = find_contract(s, a->lib, a->version);
     if (a->output.empty()) std::cout << r.lpcl;
     else write_file_atomically(a->output, r.lpcl);
+  });
+}
+
+void register_review(CLI::App* parent) {
+  auto a = std::make_shared<Args>();
+  auto* cmd = parent->add_subcommand(
+      "review", "Mark a stored contract reviewed, once a person has read it against the library's documentation "
+                "(analysis then prefers it to the corpus); --revoke marks it unreviewed again");
+  cmd->add_option("LIB", a->lib, "Library name")->required();
+  cmd->add_option("VERSION", a->version, "Version (VERSION@N names a revision)")->required();
+  cmd->add_option("--revision", a->revision, "Revision to mark (default: the newest)")->check(CLI::PositiveNumber);
+  cmd->add_flag("--revoke", a->revoke, "Mark it unreviewed");
+  add_db_option(cmd, a->db);
+  cmd->callback([a] {
+    Store s = open_existing(a->db, a->lib);
+    auto [version, at_revision] = split_revision(a->version);
+    if (at_revision && a->revision && at_revision != a->revision)
+      throw UsageError("'" + a->version + "' and --revision " + std::to_string(a->revision) +
+                       " name different revisions; give one");
+    int revision = a->revision ? a->revision : at_revision;
+    ContractRecord r = find_contract(s, a->lib, revision ? version + "@" + std::to_string(revision) : version);
+    // A contract with open errors is no reviewed contract: fix it, then import it (reviewed).
+    if (!a->revoke && r.status == store::ContractStatus::OpenDiagnostics) {
+      nlohmann::json d = parse_or_text(r.diagnostics);
+      size_t errors = 0;
+      if (d.is_array())
+        for (auto& x : d) errors += x.is_object() && x.value("severity", "") == "error";
+      if (errors)
+        throw UsageError(r.library + " " + r.version + " revision " + std::to_string(r.revision) + " has " +
+                         std::to_string(errors) + " open error(s) (syspilot contracts show " + r.library + " " +
+                         r.version + " lists them); export it, fix it and import the fixed file instead");
+    }
+    auto marked = s.set_review(r.library, r.version, r.revision,
+                               a->revoke ? store::Review::Unreviewed : store::Review::Reviewed);
+    if (!marked) throw UsageError("no contract for " + r.library + " " + r.version + " in " + s.path());
+    std::cout << "marked " << r.library << " " << r.version << " revision " << *marked << " "
+              << (a->revoke ? "unreviewed" : "reviewed") << " in " << s.path() << "\n";
   });
 }
 
@@ -399,13 +476,15 @@ void register_remove(CLI::App* parent) {
 }
 
 CommandRegistration reg(30, [](CLI::App& app, Context&) {
-  auto* contracts = app.add_subcommand("contracts", "The contract store: list, show, diff, import, export");
+  auto* contracts =
+      app.add_subcommand("contracts", "The contract store: list, show, diff, import, export, review, remove");
   contracts->require_subcommand(1);
   register_list(contracts);
   register_show(contracts);
   register_diff(contracts);
   register_import(contracts);
   register_export(contracts);
+  register_review(contracts);
   register_remove(contracts);
 });
 

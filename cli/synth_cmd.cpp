@@ -126,6 +126,13 @@ void run_synth(const SynthArgs& a, Context& ctx) {
     out << extract::to_json(facts).dump(1) << "\n";
     if (!out) throw UsageError("synth: cannot write " + a.facts_out);
   }
+  // Nothing to draft from: say so before a store is opened (or created).
+  try {
+    synth::require_facts(facts, o);
+  } catch (const synth::EmptyFacts& e) {
+    throw UsageError(std::string("synth: ") + e.what() +
+                     ". Give the library's source tree, public headers, documentation or shared object");
+  }
   std::optional<store::Store> st;
   if (!a.no_store) st.emplace(a.db.empty() ? store::default_db_path() : a.db);
   synth::SynthResult r;

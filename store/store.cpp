@@ -82,9 +82,21 @@ CREATE INDEX llm_calls_by_prompt ON llm_calls(model, prompt_digest);
 CREATE INDEX llm_calls_by_library ON llm_calls(library, version);
 )sql";
 
+// Review state. Rows written before it: contracts imported from files (drafter manual: the
+// corpus and other hand-written contracts) are reviewed; drafts are not.
+constexpr const char* kCoreV2 = R"sql(
+ALTER TABLE contracts ADD COLUMN review TEXT NOT NULL DEFAULT 'unreviewed'
+  CHECK (review IN ('reviewed', 'unreviewed'));
+ALTER TABLE contracts ADD COLUMN reviewed_at TEXT;
+UPDATE contracts SET review = 'reviewed', reviewed_at = created_at WHERE drafter = 'manual';
+)sql";
+
 void register_core() {
   static std::once_flag once;
-  std::call_once(once, [] { register_migration("core", 1, kCoreV1); });
+  std::call_once(once, [] {
+    register_migration("core", 1, kCoreV1);
+    register_migration("core", 2, kCoreV2);
+  });
 }
 
 // Registering in the constructor's initialiser list runs before Database opens the file.
@@ -96,6 +108,7 @@ OpenOptions with_core(OpenOptions o) {
 ContractStatus status_from(const std::string& s) {
   return s == "open-diagnostics" ? ContractStatus::OpenDiagnostics : ContractStatus::Converged;
 }
+Review review_from(const std::string& s) { return s == "reviewed" ? Review::Reviewed : Review::Unreviewed; }
 Drafter drafter_from(const std::string& s) {
   if (s == "llm") return Drafter::Llm;
   if (s == "manual") return Drafter::Manual;
@@ -138,7 +151,9 @@ void require_name(const std::string& value, const char* field) {
 }
 
 const char* kVersionInfoColumns =
-    "c.revision, c.digest, c.status, c.drafter, c.model, c.created_at";
+    "c.revision, c.digest, c.status, c.drafter, c.model, c.created_at, c.review,"
+    " (SELECT COALESCE(MAX(r.revision), 0) FROM contracts r"
+    "  WHERE r.version_id = c.version_id AND r.review = 'reviewed')";
 VersionInfo read_version_info(const Stmt& s, int first) {
   VersionInfo v;
   v.revision = static_cast<int>(s.column_int(first));
@@ -147,6 +162,8 @@ VersionInfo read_version_info(const Stmt& s, int first) {
   v.drafter = drafter_from(s.column_text(first + 3));
   v.model = s.column_text(first + 4);
   v.created_at = s.column_text(first + 5);
+  v.review = review_from(s.column_text(first + 6));
+  v.reviewed_revision = static_cast<int>(s.column_int(first + 7));
   return v;
 }
 
@@ -155,6 +172,7 @@ VersionInfo read_version_info(const Stmt& s, int first) {
 const char* to_string(ContractStatus s) {
   return s == ContractStatus::OpenDiagnostics ? "open-diagnostics" : "converged";
 }
+const char* to_string(Review r) { return r == Review::Reviewed ? "reviewed" : "unreviewed"; }
 const char* to_string(Drafter d) {
   switch (d) {
     case Drafter::Llm: return "llm";
@@ -199,13 +217,18 @@ PutResult Store::put_contract(const ContractRecord& rec) {
       db_.query_int("SELECT COALESCE(MAX(revision), 0) + 1 FROM contracts WHERE version_id = ?",
                     version_id)
           .value_or(1));
+  std::optional<std::string> reviewed_at;
+  if (rec.review == Review::Reviewed)
+    reviewed_at = rec.reviewed_at.empty()
+                      ? *db_.query_text("SELECT strftime('%Y-%m-%dT%H:%M:%fZ','now')")
+                      : rec.reviewed_at;
   db_.prepare(
          "INSERT INTO contracts (version_id, revision, lpcl, json, digest, status, diagnostics,"
-         " prompt_id, prompt_version, drafter, model, source)"
-         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+         " prompt_id, prompt_version, drafter, model, source, review, reviewed_at)"
+         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
       .bind_all(version_id, result.revision, rec.lpcl, json, digest, to_string(rec.status),
                 diagnostics, rec.prompt_id, rec.prompt_version, to_string(rec.drafter), rec.model,
-                rec.source)
+                rec.source, to_string(rec.review), reviewed_at)
       .run();
   result.id = db_.last_insert_rowid();
 
@@ -237,7 +260,7 @@ std::optional<ContractRecord> Store::get_contract(const std::string& lib,
                                                   int revision) const {
   Stmt s = db_.prepare(
       "SELECT c.id, c.revision, c.lpcl, c.json, c.digest, c.status, c.diagnostics, c.prompt_id,"
-      " c.prompt_version, c.drafter, c.model, c.source, c.created_at"
+      " c.prompt_version, c.drafter, c.model, c.source, c.created_at, c.review, c.reviewed_at"
       " FROM contracts c JOIN versions v ON v.id = c.version_id"
       " JOIN libraries l ON l.id = v.library_id"
       " WHERE l.name = ? AND v.version = ? AND (? = 0 OR c.revision = ?)"
@@ -260,6 +283,8 @@ std::optional<ContractRecord> Store::get_contract(const std::string& lib,
   r.model = s.column_text(10);
   r.source = s.column_text(11);
   r.created_at = s.column_text(12);
+  r.review = review_from(s.column_text(13));
+  r.reviewed_at = s.column_text(14);
   r.facts = contract_facts(r.id);
   r.rounds = rounds(r.id);
   return r;
@@ -269,6 +294,58 @@ std::optional<ContractRecord> Store::latest_contract(const std::string& lib) con
   auto vs = versions(lib);
   if (vs.empty()) return std::nullopt;
   return get_contract(lib, vs.back().version);
+}
+
+std::optional<ContractRecord> Store::reviewed_contract(const std::string& lib) const {
+  auto vs = versions(lib);
+  for (auto v = vs.rbegin(); v != vs.rend(); ++v)
+    if (v->reviewed_revision > 0) return get_contract(lib, v->version, v->reviewed_revision);
+  return std::nullopt;
+}
+
+std::vector<ContractRecord> Store::lookup_contracts() const {
+  std::vector<ContractRecord> reviewed, drafts;
+  for (const LibraryInfo& l : libraries()) {
+    auto vs = versions(l.name);
+    if (vs.empty()) continue;
+    for (auto v = vs.rbegin(); v != vs.rend(); ++v)
+      if (v->reviewed_revision > 0) {
+        if (auto r = get_contract(l.name, v->version, v->reviewed_revision)) reviewed.push_back(std::move(*r));
+        break;
+      }
+    if (vs.back().review == Review::Unreviewed)
+      if (auto d = get_contract(l.name, vs.back().version)) drafts.push_back(std::move(*d));
+  }
+  for (auto& d : drafts) reviewed.push_back(std::move(d));
+  for (auto& r : reviewed) {  // callers compose; provenance is for `contracts show`
+    r.facts.clear();
+    r.rounds.clear();
+  }
+  return reviewed;
+}
+
+std::optional<int> Store::set_review(const std::string& lib, const std::string& version, int revision,
+                                     Review review) {
+  Transaction tx(db_);
+  auto target = db_.query_int(
+      "SELECT c.id FROM contracts c JOIN versions v ON v.id = c.version_id"
+      " JOIN libraries l ON l.id = v.library_id"
+      " WHERE l.name = ? AND v.version = ? AND (? = 0 OR c.revision = ?)"
+      " ORDER BY c.revision DESC LIMIT 1",
+      lib, version, revision, revision);
+  if (!target) return std::nullopt;
+  if (review == Review::Reviewed)
+    db_.prepare("UPDATE contracts SET review = 'reviewed',"
+                " reviewed_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ?")
+        .bind_all(*target)
+        .run();
+  else
+    db_.prepare("UPDATE contracts SET review = 'unreviewed', reviewed_at = NULL WHERE id = ?")
+        .bind_all(*target)
+        .run();
+  int marked = static_cast<int>(*db_.query_int("SELECT revision FROM contracts WHERE id = ?", *target));
+  tx.commit();
+  return marked;
 }
 
 std::vector<LibraryInfo> Store::libraries() const {

@@ -205,6 +205,13 @@ const char* to_string(ContractStatus s);  // "converged" | "open-diagnostics"
 enum class Drafter { Offline, Llm, Manual };
 const char* to_string(Drafter d);  // "offline" | "llm" | "manual"
 
+// Whether a person has read a contract against the library's documentation and vouched for
+// it. Drafts (offline or LLM) are stored unreviewed; `syspilot contracts review` marks a
+// revision reviewed; contracts imported from files (corpus/) are stored reviewed. Composition
+// and analysis prefer reviewed contracts over unreviewed drafts.
+enum class Review { Unreviewed, Reviewed };
+const char* to_string(Review r);  // "unreviewed" | "reviewed"
+
 // One validation/repair round of a synthesis.
 struct ValidationRound {
   int round = 0;              // 1-based
@@ -237,6 +244,8 @@ struct ContractRecord {
   std::string source;        // where the contract came from: "synth dir:/src", "import:/x.lpcl"
   std::vector<FactsSource> facts;
   std::vector<ValidationRound> rounds;
+  Review review = Review::Unreviewed;
+  std::string reviewed_at;   // ISO 8601 UTC; put_contract stamps "now" for a reviewed record without one
 
   // Filled when read back.
   std::int64_t id = 0;
@@ -263,6 +272,8 @@ struct VersionInfo {
   Drafter drafter = Drafter::Offline;
   std::string model;
   std::string created_at;
+  Review review = Review::Unreviewed;  // of this (the newest) revision
+  int reviewed_revision = 0;           // the newest reviewed revision of this version; 0: none
 };
 
 struct LibraryInfo {
@@ -311,6 +322,17 @@ class Store {
                                              int revision = 0) const;
   // The newest revision of the highest version (compare_versions) of `lib`.
   std::optional<ContractRecord> latest_contract(const std::string& lib) const;
+  // The newest reviewed revision of the highest version of `lib` that has one; nullopt when
+  // no revision of `lib` is reviewed.
+  std::optional<ContractRecord> reviewed_contract(const std::string& lib) const;
+  // The contracts composition may use, in the order it prefers them: every library's reviewed
+  // contract (reviewed_contract) first, then, for each library whose latest_contract is an
+  // unreviewed draft, that draft. Within each part, by library name. Facts and rounds are not
+  // read (ContractRecord::facts and ::rounds stay empty).
+  std::vector<ContractRecord> lookup_contracts() const;
+  // Marks a revision (0: the newest) of (lib, version) reviewed or unreviewed and returns the
+  // revision marked; nullopt when there is no such contract.
+  std::optional<int> set_review(const std::string& lib, const std::string& version, int revision, Review r);
   std::vector<LibraryInfo> libraries() const;  // sorted by name
   std::vector<VersionInfo> versions(const std::string& lib) const;  // ascending by version
   std::vector<VersionInfo> revisions(const std::string& lib, const std::string& version) const;

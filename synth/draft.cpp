@@ -198,6 +198,50 @@ bool call_like(const std::string& name, const std::string& sentence) {
   return false;
 }
 
+// Identifiers written as calls in a sentence: "Unless MALLOCX_TCACHE( tc ) or ..." -> MALLOCX_TCACHE.
+std::vector<std::string> call_forms(const std::string& sentence) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < sentence.size();) {
+    auto word = [&](size_t k) { return std::isalnum(static_cast<unsigned char>(sentence[k])) || sentence[k] == '_'; };
+    if (!word(i) || (i > 0 && word(i - 1))) {
+      ++i;
+      continue;
+    }
+    size_t e = i;
+    while (e < sentence.size() && word(e)) ++e;
+    size_t q = e;
+    while (q < sentence.size() && sentence[q] == ' ') ++q;
+    if (q < sentence.size() && sentence[q] == '(') out.push_back(sentence.substr(i, e - i));
+    i = e;
+  }
+  return out;
+}
+
+// "MALLOCX_TCACHE_NONE" -> "MALLOCX_": the family a macro name belongs to; "" when too short.
+std::string family_of(const std::string& name) {
+  auto us = name.find('_');
+  return us == std::string::npos || us < 2 ? "" : name.substr(0, us + 1);
+}
+
+// Does a sentence present `name` as a flag passed in a call's argument? It says so ("flags
+// argument", "bitwise or"), or names it beside a function-like macro of its own family
+// ("Unless MALLOCX_TCACHE(tc) or MALLOCX_TCACHE_NONE is specified"): members of one macro
+// family are used the same way.
+bool flag_sentence(const std::string& name, const std::string& sentence) {
+  const std::string low = lower(sentence);
+  if (has_word(low, "flags") || low.find("bitwise") != std::string::npos) return true;
+  const std::string family = family_of(name);
+  if (family.empty()) return false;
+  for (auto& f : call_forms(sentence))
+    if (f != name && f.rfind(family, 0) == 0) return true;
+  return false;
+}
+
+// A function-like macro computes a value where it is written (a flag, an index, an alignment
+// for one call's argument): the library reads no setting through it, and it has no symbol the
+// preload shim could call. A setter behind a macro is declared as a function of its own.
+bool function_like_macro(const extract::ApiControl& a) { return a.signature.rfind("#define ", 0) == 0; }
+
 // The prefix a library's own knobs start with: "openblas" -> "OPENBLAS_", "libgomp" -> "GOMP_".
 std::string library_prefix(const std::string& lib) {
   std::string s = lib;
@@ -308,6 +352,27 @@ std::string contract_name(const extract::Facts& f, const SynthOptions& o) {
 
 std::string contract_version(const SynthOptions& o) { return o.version.empty() ? "unknown" : o.version; }
 
+std::string per_call_flag(const std::string& name, const extract::Facts& facts) {
+  for (auto& a : facts.api_controls)
+    if ((a.name == name || lpcl_name(a.name) == name) && function_like_macro(a))
+      return "a function-like macro (" + fact_ref(a.file, a.line) + ") computes a value for one call's argument";
+  // A declared function is an API control however its documentation writes it.
+  for (auto& a : facts.api_controls)
+    if (a.name == name || lpcl_name(a.name) == name) return "";
+  // Names the library reads (in code or among its binary's strings) are settings whatever the
+  // documentation says besides.
+  for (auto& e : facts.env_vars)
+    if (e.name == name && !harness_file(e.file)) return "";
+  for (auto& b : facts.binaries)
+    if (std::find(b.knob_strings.begin(), b.knob_strings.end(), name) != b.knob_strings.end()) return "";
+  for (auto& d : facts.doc_mentions) {
+    if (d.name != name || build_file(d.file) || changelog_file(d.file)) continue;
+    if (call_like(name, d.sentence) || flag_sentence(name, d.sentence))
+      return "the documentation uses it in a call's argument (" + fact_ref(d.file, d.line) + ")";
+  }
+  return "";
+}
+
 lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& opts) {
   lpcl::Contract c;
   c.name = contract_name(facts, opts);
@@ -326,6 +391,7 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     std::vector<std::string> code_refs, doc_refs;
     std::string code_type, code_default, doc;
     bool in_code = false, in_binary = false, doc_runtime = false, doc_call = false, doc_environment = false;
+    bool doc_flag = false;  // documented as a flag passed in a call's argument
   };
   struct OptionKnob {
     OptionKey key;
@@ -364,6 +430,7 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     k.doc_runtime |= runtime;
     k.doc_environment |= runtime && explicit_environment(d.sentence);
     k.doc_call |= call_like(d.name, d.sentence);
+    k.doc_flag |= flag_sentence(d.name, d.sentence);
     k.doc_refs.push_back(fact_ref(d.file, d.line));
     if (k.doc.empty() && runtime) k.doc = trim_doc(d.sentence);
   }
@@ -381,8 +448,9 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     const bool own = !prefix.empty() && name.rfind(prefix, 0) == 0;
     // Unclassified knobs enter only when the code reads them and they carry the library's prefix.
     if (!role && !(own && k.in_code)) continue;
-    // Written anywhere as a call or a bare flag, a documented name is the API's, not the environment's.
-    if (!k.in_code && !k.in_binary && (!k.doc_runtime || k.doc_call)) continue;
+    // Written anywhere as a call, a bare flag or a flag of a call's argument, a documented name is
+    // the API's, not the environment's.
+    if (!k.in_code && !k.in_binary && (!k.doc_runtime || k.doc_call || k.doc_flag)) continue;
     // Beside the library's own reads, prose speaks only for the library's own names, and only when
     // it says outright that they are set in the environment.
     if (!k.in_code && !k.in_binary && code_read && !(own && k.doc_environment)) continue;
@@ -451,6 +519,7 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     auto role = classify_knob(a.name, a.category);
     const std::string name = lpcl_name(a.name);
     if (!role || name.empty() || c.find_control(name)) continue;
+    if (function_like_macro(a)) continue;  // a per-call flag, not a setting
     lpcl::Control ctl;
     ctl.name = name;
     ctl.how.kind = lpcl::ControlKind::Kind::Api;

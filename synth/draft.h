@@ -32,6 +32,18 @@ lpcl::Expr int_expr(long long v);
 lpcl::Expr literal_expr(const std::string& text, const lpcl::Type& t);  // nullopt-free: may fall back to String
 bool expr_mentions(const lpcl::Expr& e, const std::string& name);
 
+// Why `name` is a flag passed per call rather than a setting the library reads: a
+// function-like macro of its headers (MALLOCX_ARENA(a): no symbol, a value for one call's
+// argument), or a name its documentation writes as a call, as a bare flag, in a "flags"
+// argument or beside such a macro of its own family ("Unless MALLOCX_TCACHE(tc) or
+// MALLOCX_TCACHE_NONE is specified"); "" when it is none. A name the library's code or binary
+// reads is never a per-call flag.
+std::string per_call_flag(const std::string& name, const extract::Facts& facts);
+
+// Validators run on the final contract (after overlays): one with no control or no binding is
+// no usable contract (no-controls, no-binding errors).
+Diagnostics check_usable(const lpcl::Contract& c);
+
 // The contract's name and version from the options and facts.
 std::string contract_name(const extract::Facts& f, const SynthOptions& o);
 std::string contract_version(const SynthOptions& o);

@@ -286,6 +286,7 @@ struct Loop {
   void finish() {
     for (auto& path : opts.overlays) apply_overlay(r.contract, path, r.open);
     r.open.append(recheck(r.contract, r.text, r.contract.name + ".lpcl"));
+    r.open.append(check_usable(r.contract));
     r.converged = !r.open.has_errors();
   }
 
@@ -319,7 +320,20 @@ struct Loop {
 
 }  // namespace
 
+void require_facts(const extract::Facts& facts, const SynthOptions& opts) {
+  if (!facts.env_vars.empty() || !facts.api_controls.empty() || !facts.threading.empty() ||
+      !facts.doc_mentions.empty() || !facts.binaries.empty())
+    return;
+  std::string where;
+  for (auto& r : facts.roots) where += (where.empty() ? "" : ", ") + r;
+  throw EmptyFacts("no facts about " + contract_name(facts, opts) + (where.empty() ? "" : " in " + where) + " (" +
+                   std::to_string(facts.files_scanned) +
+                   " files scanned): no environment read, API declaration, threading call, documentation "
+                   "mention or shared object; nothing was drafted or stored");
+}
+
 SynthResult synthesize(const extract::Facts& facts, const SynthOptions& opts, store::Store* store) {
+  require_facts(facts, opts);
   Loop loop{facts, opts, store, {}};
   loop.check_cancel();
   if (opts.llm) loop.llm();

@@ -80,6 +80,16 @@ struct SynthResult {
   std::string contract_id;   // the store's id when a store was given and the contract was stored
 };
 
+// Thrown by synthesize() for facts with nothing in them (no environment read, API control,
+// threading fact, documentation mention or shared object): an empty folder, or files none of
+// the extractors understand. Nothing is drafted and nothing is stored.
+struct EmptyFacts : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Throws EmptyFacts (naming the roots) when `facts` hold nothing; synthesize() calls it first.
+void require_facts(const extract::Facts& facts, const SynthOptions& opts);
+
 // Thrown when SynthOptions::cancelled returned true.
 struct Cancelled : std::runtime_error {
   Cancelled() : std::runtime_error("synthesis cancelled") {}
@@ -92,7 +102,9 @@ struct LlmError : std::runtime_error {
 };
 
 // The whole pipeline. `store` may be null (no cache, nothing stored). With a store, LLM
-// answers are cached by model + prompt digest and the final contract is stored.
+// answers are cached by model + prompt digest and the final contract is stored (converged, or
+// with its open diagnostics). Throws EmptyFacts when the facts hold nothing. A final contract
+// without a control or without a binding is not converged (no-controls, no-binding).
 SynthResult synthesize(const extract::Facts& facts, const SynthOptions& opts,
                        store::Store* store = nullptr);
 

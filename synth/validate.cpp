@@ -1,8 +1,13 @@
-// Validators 1 and 3-5 with their deterministic repairs: LPCL out of an answer; grounding
-// (nothing the facts do not show), completeness (every resource knob covered) and
-// consistency (types and defaults as the code has them).
+// Validators 1 and 3-6 with their deterministic repairs: LPCL out of an answer; grounding
+// (nothing the facts do not show, no per-call flag), completeness (every resource knob and a
+// binding covered), consistency (types and defaults as the code has them), and agreement with
+// the documentation sentence each control cites (its type and range); and the last check of
+// the final contract (controls and a binding).
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "lpcl/lpcl.h"
 #include "synth/draft.h"
@@ -179,7 +184,138 @@ void each_provenance(lpcl::Contract& c, F f) {
   for (auto& x : c.signals) f(x.prov, x.loc, "signal " + x.metric);
 }
 
+// ---- What a documentation sentence says about a control's value ----------------------------
+
+// The type a sentence declares for one of `names`: jemalloc's "opt.tcache (bool) r-", a C type
+// in parentheses right after the name. Bool, Int, Float or String; nullopt when none.
+std::optional<lpcl::Type::Kind> declared_type(const std::string& sentence, const std::vector<std::string>& names,
+                                              std::string* said) {
+  static const std::regex type_re(
+      R"(^\s*\(\s*(bool|boolean|_Bool|const\s+char\s*\*|char\s*\*|string|unsigned(?:\s+int|\s+long)?|int|long|size_t|ssize_t|u?int(?:8|16|32|64)_t|double|float)\s*\))",
+      std::regex::icase);
+  for (auto& n : names) {
+    if (n.empty()) continue;
+    for (size_t p = sentence.find(n); p != std::string::npos; p = sentence.find(n, p + 1)) {
+      if (p > 0 && (std::isalnum(static_cast<unsigned char>(sentence[p - 1])) || sentence[p - 1] == '_')) continue;
+      std::smatch m;
+      std::string rest = sentence.substr(p + n.size());
+      if (!std::regex_search(rest, m, type_re)) continue;
+      std::string t = m[1].str();
+      for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      if (said) *said = "\"" + n + " " + m[0].str().substr(m[0].str().find('(')) + "\"";
+      if (t == "bool" || t == "boolean" || t == "_bool") return lpcl::Type::Kind::Bool;
+      if (t.find("char") != std::string::npos || t == "string") return lpcl::Type::Kind::String;
+      if (t == "double" || t == "float") return lpcl::Type::Kind::Float;
+      return lpcl::Type::Kind::Int;
+    }
+  }
+  return std::nullopt;
+}
+
+// "true or false", "enabled/disabled", "enable or disable", "on or off": a switch.
+bool says_switch(const std::string& sentence, std::string* said) {
+  static const std::regex re(
+      R"(\b(true\s*(?:or|/)\s*false|false\s*(?:or|/)\s*true|enabled?\s*(?:or|/)\s*disabled?|disabled?\s*(?:or|/)\s*enabled?|on\s*(?:or|/)\s*off)\b)",
+      std::regex::icase);
+  std::smatch m;
+  if (!std::regex_search(sentence, m, re)) return false;
+  if (said) *said = "\"" + m[1].str() + "\"";
+  return true;
+}
+
+long long number(const std::string& t) { return std::strtoll(t.c_str(), nullptr, 0); }
+
+// A range the sentence gives: "between 1 and 64", "from 1 to 64", "1 to 64", "[1, 64]",
+// "range 1-64", "(min: 0x1, max: 0xff)".
+std::optional<std::pair<long long, long long>> stated_range(const std::string& sentence, std::string* said) {
+  static const std::regex res[] = {
+      std::regex(R"(\bbetween\s+(-?\d+)\s+and\s+(-?\d+)\b)", std::regex::icase),
+      std::regex(R"(\bfrom\s+(-?\d+)\s+to\s+(-?\d+)\b)", std::regex::icase),
+      std::regex(R"((?:^|[^\w.])(-?\d+)\s+to\s+(-?\d+)\b)", std::regex::icase),
+      std::regex(R"(\[\s*(-?\d+)\s*,\s*(-?\d+)\s*\])"),
+      std::regex(R"(\brange\s*(?:of|is|:)?\s*(-?\d+)\s*(?:-|\.\.)\s*(-?\d+)\b)", std::regex::icase),
+      std::regex(R"(\bmin:?\s*(0x[0-9a-f]+|\d+)\s*,\s*max:?\s*(0x[0-9a-f]+|\d+))", std::regex::icase),
+  };
+  for (auto& re : res) {
+    std::smatch m;
+    if (!std::regex_search(sentence, m, re)) continue;
+    long long lo = number(m[1].str()), hi = number(m[2].str());
+    if (lo > hi) continue;
+    if (said) *said = "\"" + m[0].str() + "\"";
+    return std::make_pair(lo, hi);
+  }
+  return std::nullopt;
+}
+
+bool compatible_with_doc(lpcl::Type::Kind doc, lpcl::Type::Kind drafted) {
+  using K = lpcl::Type::Kind;
+  switch (doc) {
+    case K::Bool: return drafted == K::Bool;
+    case K::String: return drafted == K::String || drafted == K::Enum;
+    case K::Int: return drafted == K::Int || drafted == K::Size || drafted == K::Duration;
+    case K::Float: return drafted == K::Float || drafted == K::Duration;
+    default: return true;
+  }
+}
+
+// A literal integer bound of a range domain; nullopt for a name or an expression (ncpus).
+std::optional<long long> literal_bound(const std::optional<lpcl::Expr>& e) {
+  if (!e || e->kind != lpcl::Expr::Kind::Int) return std::nullopt;
+  return number(e->text);
+}
+
+// Does the domain admit values beyond {0, 1} (or have none at all)?
+bool wide_domain(const lpcl::Domain& d) {
+  if (d.kind == lpcl::Domain::Kind::None) return true;
+  if (d.kind == lpcl::Domain::Kind::Range) {
+    auto lo = literal_bound(d.lo), hi = literal_bound(d.hi);
+    return !lo || !hi || *lo < 0 || *hi > 1;
+  }
+  for (auto& v : d.values)
+    if (v.kind != lpcl::Expr::Kind::Int || (v.text != "0" && v.text != "1")) return true;
+  return false;
+}
+
+// The sentences a control's value is documented by: its own doc text, and the documentation
+// mentions of its name (or its carrier key's documented name) at the places it cites.
+struct CitedSentences {
+  std::vector<std::string> sentences;
+  std::vector<std::string> names;  // the names the documentation gives it: tcache, opt.tcache
+};
+CitedSentences cited_sentences(const lpcl::Control& ctl, const extract::Facts& facts) {
+  CitedSentences out;
+  out.names.push_back(ctl.name);
+  if (!ctl.doc.empty()) out.sentences.push_back(ctl.doc);
+  std::set<std::string> refs(ctl.prov.refs.begin(), ctl.prov.refs.end());
+  for (auto& d : facts.doc_mentions) {
+    bool mine = d.name == ctl.name;
+    if (!mine)
+      if (auto o = option_key(d.name)) mine = o->key == ctl.name;
+    if (!mine || !refs.count(fact_ref(d.file, d.line))) continue;
+    if (std::find(out.names.begin(), out.names.end(), d.name) == out.names.end()) out.names.push_back(d.name);
+    if (std::find(out.sentences.begin(), out.sentences.end(), d.sentence) == out.sentences.end())
+      out.sentences.push_back(d.sentence);
+  }
+  return out;
+}
+
 }  // namespace
+
+Diagnostics check_usable(const lpcl::Contract& c) {
+  Diagnostics d;
+  if (c.controls.empty())
+    d.error(c.loc, "contract " + c.name + " \"" + c.version + "\" has no control: nothing among the facts is a setting of " +
+                       c.name,
+            "no-controls",
+            "give the library's sources, public headers, documentation or shared object as PATH, or add the controls in an "
+            "--overlay");
+  if (c.bindings.empty())
+    d.error(c.loc, "contract " + c.name + " \"" + c.version +
+                       "\" binds nothing: no shared object (soname) and no header of its API controls among the facts, so "
+                       "no application would ever be matched to it",
+            "no-binding", "add the library's shared object (.so) to PATH, or `binds soname \"libX.so.N\";` in an --overlay");
+  return d;
+}
 
 Diagnostics validate(lpcl::Contract& c, const extract::Facts& facts, bool repair, std::vector<std::string>* repairs) {
   Diagnostics d;
@@ -195,6 +331,7 @@ Diagnostics validate(lpcl::Contract& c, const extract::Facts& facts, bool repair
 
   // 3. Grounding.
   std::vector<std::string> invented;
+  std::set<std::string> per_call;
   for (auto& ctl : c.controls) {
     bool grounded = false;
     std::string what;
@@ -210,12 +347,20 @@ Diagnostics validate(lpcl::Contract& c, const extract::Facts& facts, bool repair
       d.error(ctl.loc, "control " + ctl.name + ": no " + what + " of that name is read, declared or documented in the facts",
               "invented-control", fix);
       invented.push_back(ctl.name);
+      continue;
     }
+    if (ctl.how.kind != lpcl::ControlKind::Kind::Option)
+      if (std::string why = per_call_flag(ctl.name, facts); !why.empty()) {
+        d.error(ctl.loc, "control " + ctl.name + " is a flag passed with each call, not a setting the library reads: " + why,
+                "per-call-flag", repair ? "" : "remove it: a configuration cannot set it");
+        invented.push_back(ctl.name);
+        per_call.insert(ctl.name);
+      }
   }
   if (repair)
     for (auto& n : invented) {
       remove_control(c, n);
-      note("dropped invented control " + n);
+      note((per_call.count(n) ? "dropped per-call flag " : "dropped invented control ") + n);
     }
   each_provenance(c, [&](lpcl::Provenance& p, const SourceLoc& loc, const std::string& who) {
     std::vector<std::string> kept;
@@ -254,6 +399,16 @@ Diagnostics validate(lpcl::Contract& c, const extract::Facts& facts, bool repair
     if (repair) {
       c.demands.push_back(want);
       note("added missing demand " + want.resource);
+    }
+  }
+  if (c.bindings.empty() && !offline.bindings.empty()) {
+    d.error(c.loc, "the draft binds nothing; the facts give " + offline.bindings.front().kind + " \"" +
+                       offline.bindings.front().pattern + "\"",
+            "missing-binding", repair ? "" : "add: binds " + offline.bindings.front().kind + " \"" +
+                                                 offline.bindings.front().pattern + "\";");
+    if (repair) {
+      c.bindings = offline.bindings;
+      note("added the bindings the facts give (" + offline.bindings.front().pattern + ")");
     }
   }
 
@@ -301,6 +456,72 @@ Diagnostics validate(lpcl::Contract& c, const extract::Facts& facts, bool repair
           note("added `sets " + r + "` to " + ctl.name);
         }
       }
+  }
+
+  // 6. The documentation sentence a control cites: the type it declares ("opt.tcache (bool)")
+  // or implies ("enabled/disabled"), and the range it states ("1 to 64"). Types the code's read
+  // gives are settled by 5; API controls are typed by their parameter.
+  for (auto& ctl : c.controls) {
+    if (ctl.how.kind == lpcl::ControlKind::Kind::Api) continue;
+    const bool code_typed = std::any_of(facts.env_vars.begin(), facts.env_vars.end(), [&](auto& e) {
+      return e.name == ctl.name && !e.type.empty() && e.type != "unknown";
+    });
+    if (code_typed) continue;
+    const CitedSentences cited = cited_sentences(ctl, facts);
+    std::optional<lpcl::Type::Kind> doc_type;
+    std::string said;
+    for (auto& sentence : cited.sentences)
+      if ((doc_type = declared_type(sentence, cited.names, &said))) break;
+    if (!doc_type && (ctl.type.kind == lpcl::Type::Kind::Int || ctl.type.kind == lpcl::Type::Kind::Size) &&
+        wide_domain(ctl.domain))
+      for (auto& sentence : cited.sentences)
+        if (says_switch(sentence, &said)) {
+          doc_type = lpcl::Type::Kind::Bool;
+          break;
+        }
+    if (doc_type && !compatible_with_doc(*doc_type, ctl.type.kind)) {
+      d.error(ctl.loc, "control " + ctl.name + " has type " + type_name(ctl.type.kind) + " but its documentation says " +
+                           said + " (" + type_name(*doc_type) + ")",
+              "doc-type-mismatch", repair ? "" : std::string("declare it ") + type_name(*doc_type));
+      if (repair) {
+        std::string old_default = ctl.default_value ? ctl.default_value->text : "";
+        ctl.type = lpcl::Type{};
+        ctl.type.kind = *doc_type;
+        ctl.domain = lpcl::Domain{};
+        ctl.default_value.reset();
+        if (!old_default.empty()) {
+          lpcl::Expr e = literal_expr(old_default, ctl.type);
+          if (e.kind != lpcl::Expr::Kind::String || ctl.type.kind == lpcl::Type::Kind::String) ctl.default_value = e;
+        }
+        note("set the type of " + ctl.name + " to " + type_name(*doc_type) + " as its documentation says (" + said + ")");
+      }
+      continue;
+    }
+    if (ctl.domain.kind != lpcl::Domain::Kind::Range ||
+        (ctl.type.kind != lpcl::Type::Kind::Int && ctl.type.kind != lpcl::Type::Kind::Size))
+      continue;
+    for (auto& sentence : cited.sentences) {
+      auto range = stated_range(sentence, &said);
+      if (!range) continue;
+      auto lo = literal_bound(ctl.domain.lo), hi = literal_bound(ctl.domain.hi);
+      // The domain may be narrower than the documentation's range, never wider or elsewhere.
+      const bool contradicts = (lo && (*lo < range->first || *lo > range->second)) ||
+                               (hi && (*hi > range->second || *hi < range->first));
+      if (!contradicts) break;
+      const std::string doc_range = "[" + std::to_string(range->first) + ", " + std::to_string(range->second) + "]";
+      d.error(ctl.loc, "control " + ctl.name + " has domain [" + (ctl.domain.lo ? lpcl::format(*ctl.domain.lo) : "?") +
+                           ", " + (ctl.domain.hi ? lpcl::format(*ctl.domain.hi) : "?") +
+                           "] but its documentation says " + said,
+              "doc-range-mismatch", repair ? "" : "use the documented range: in " + doc_range);
+      if (repair) {
+        ctl.domain.lo = int_expr(range->first);
+        ctl.domain.hi = int_expr(range->second);
+        if (auto v = literal_bound(ctl.default_value); v && (*v < range->first || *v > range->second))
+          ctl.default_value.reset();
+        note("set the domain of " + ctl.name + " to " + doc_range + " as its documentation says (" + said + ")");
+      }
+      break;
+    }
   }
   return d;
 }

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "lpcl/lpcl.h"
+#include "tuner/contract_lookup.h"
 #ifdef HAVE_SYSPILOT_STORE
 #include "store/store.h"
 #endif
@@ -77,6 +78,7 @@ struct Candidates {
       std::sort(files.begin(), files.end());
       for (auto& f : files) load_file(f.string(), "corpus", diags);
     }
+    prefer_reviewed(all);  // unreviewed store drafts go behind the folders' reviewed contracts
   }
 
   void load_file(const std::string& path, const std::string& source, Diagnostics& diags) {
@@ -91,34 +93,7 @@ struct Candidates {
     for (auto& c : doc.contracts) all.push_back({c, source, path, {}});
   }
 
-  void load_store(const std::string& path, Diagnostics& diags) {
-#ifdef HAVE_SYSPILOT_STORE
-    if (path.empty()) return;
-    std::error_code ec;
-    if (!fs::exists(path, ec)) return;
-    try {
-      store::OpenOptions o;
-      o.read_only = true;
-      o.create = false;
-      store::Store st(path, o);
-      for (auto& lib : st.libraries()) {
-        auto rec = st.latest_contract(lib.name);
-        if (!rec) continue;
-        Diagnostics local;
-        auto doc = lpcl::parse(rec->lpcl, path + "#" + lib.name, local);
-        if (local.has_errors()) continue;
-        for (auto& c : doc.contracts)
-          all.push_back({c, "store", path + "#" + lib.name + "@" + rec->version, {}});
-      }
-    } catch (const std::exception& e) {
-      diags.warning({path, 0, 0}, std::string("contract store not usable: ") + e.what(), "store-unavailable",
-                    "pass a valid --db, or none to use corpus/ alone");
-    }
-#else
-    (void)path;
-    (void)diags;
-#endif
-  }
+  void load_store(const std::string& path, Diagnostics& diags) { add_store_contracts(all, path, diags); }
 
   const ContractUse* by_soname(const Library& lib) const {
     std::vector<std::string> names = {lib.soname};

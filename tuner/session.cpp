@@ -2,6 +2,7 @@
 // JSON forms of spaces, guides and configurations kept with a session.
 #include "tuner/session.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -235,6 +236,103 @@ Config config_from_json(const std::string& text) {
   for (auto& [k, v] : j.items())
     if (v.is_string()) c[k] = v.get<std::string>();
   return c;
+}
+
+// ---- Reading a stored session ----------------------------------------------------------------
+
+bool capped_trial(const Trial& t) { return t.m.capped || (!t.m.ok && t.m.failure.rfind("capped at ", 0) == 0); }
+
+SessionOutcome session_outcome(const SessionInfo& s, const std::vector<Trial>& trials) {
+  SessionOutcome o;
+  for (size_t i = 0; i < trials.size(); ++i) {
+    const Trial& t = trials[i];
+    o.runs += t.m.repeats;
+    if (t.m.ok) {
+      if (o.best < 0 || t.m.value < trials[o.best].m.value) o.best = static_cast<int>(i);
+      if (t.config.empty() && o.reference < 0) o.reference = static_cast<int>(i);
+    } else if (capped_trial(t)) {
+      ++o.capped;
+    } else {
+      ++o.failed;
+    }
+  }
+  auto opts = nlohmann::json::parse(s.options_json, nullptr, false);
+  if (opts.is_object() && opts.contains("analysis_spent") && opts["analysis_spent"].is_number_integer())
+    o.runs += std::max(0, opts["analysis_spent"].get<int>());
+  if (o.best >= 0 && o.reference >= 0) {
+    double r = trials[o.reference].m.value, b = trials[o.best].m.value;
+    // As tune(): negated (maximised) metrics give how much larger the best metric is.
+    if (r != 0 && b != 0) o.speedup = r > 0 ? r / b : b / r;
+    o.speedup_spread = trials[o.reference].m.spread + trials[o.best].m.spread;
+  }
+  return o;
+}
+
+nlohmann::json session_to_json(const SessionInfo& s, const std::vector<Trial>& trials) {
+  using nlohmann::json;
+  json options = json::parse(s.options_json, nullptr, false);
+  if (!options.is_object()) options = json::object();
+  const bool maximize = options.value("maximize", false);
+  std::string objective = "wall time (s)";
+  if (!options.value("score_cmd", std::string()).empty()) objective = "score";
+  else if (!options.value("metric", std::string()).empty()) objective = "metric /" + options.value("metric", std::string()) + "/";
+
+  json space = json::parse(s.space_json, nullptr, false);
+  if (!space.is_object()) space = nullptr;
+  json guides = json::parse(s.guides_json, nullptr, false);
+  if (!guides.is_array()) guides = json::array();
+
+  // Values as measured: maximised metrics are stored negated; a capped trial's value is the
+  // wall seconds it had run (its lower bound) whatever the objective.
+  auto measured = [&](const Trial& t) { return maximize && !capped_trial(t) ? -t.m.value : t.m.value; };
+  json ts = json::array();
+  for (const Trial& t : trials) {
+    json samples = json::array();
+    for (double v : t.m.samples) samples.push_back(maximize ? -v : v);
+    ts.push_back({{"index", t.index},
+                  {"strategy", t.strategy},
+                  {"config", t.config},
+                  {"ok", t.m.ok},
+                  {"capped", capped_trial(t)},
+                  {"failure", t.m.failure},
+                  {"value", t.m.ok || capped_trial(t) ? json(measured(t)) : json(nullptr)},
+                  {"spread", t.m.spread},
+                  {"repeats", t.m.repeats},
+                  {"samples", samples},
+                  {"runs_before", t.runs_before}});
+  }
+  SessionOutcome o = session_outcome(s, trials);
+  auto pick = [&](int i) -> json {
+    if (i < 0) return nullptr;
+    const Trial& t = trials[i];
+    return {{"trial", i}, {"config", t.config}, {"value", measured(t)}, {"spread", t.m.spread}};
+  };
+  json args = json::array();
+  for (size_t i = 1; i < s.argv.size(); ++i) args.push_back(s.argv[i]);
+  return {{"id", s.id},
+          {"program", s.argv.empty() ? "" : s.argv.front()},
+          {"args", args},
+          {"strategy", s.strategy},
+          {"status", s.status},
+          {"created_at", s.created_at},
+          {"finished_at", s.finished_at.empty() ? json(nullptr) : json(s.finished_at)},
+          {"budget", s.budget},
+          {"runs", o.runs},
+          {"seed", s.seed},
+          {"objective", objective},
+          {"maximize", maximize},
+          {"options", options},
+          {"machine", options.contains("machine") ? options["machine"] : json(nullptr)},
+          {"space", space},
+          {"guides", guides},
+          {"trials", ts},
+          {"capped", o.capped},
+          {"failed", o.failed},
+          {"best", pick(o.best)},
+          {"reference", pick(o.reference)},
+          {"speedup", o.speedup > 0 ? json(o.speedup) : json(nullptr)},
+          {"speedup_spread", o.speedup > 0 ? json(o.speedup_spread) : json(nullptr)},
+          {"speedup_basis", "trial medians"}};
 }
 
 }  // namespace syspilot::tuner

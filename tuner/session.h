@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,5 +58,30 @@ std::string guides_to_json(const std::vector<Guide>& g);
 std::vector<Guide> guides_from_json(const std::string& text);
 std::string config_to_json(const Config& c);
 Config config_from_json(const std::string& text);
+
+// What a stored session found, from its trials as tune() reads them: the best successful trial
+// (lowest stored value; maximised metrics are stored negated), the default configuration's
+// trial, and the speedup between them (trial medians; tune's closing re-measurement is not
+// stored). Indices are into the trials; -1 when there is none.
+struct SessionOutcome {
+  int best = -1;
+  int reference = -1;
+  double speedup = 0;         // 0 when undefined (no best, no reference, or a value of 0)
+  double speedup_spread = 0;  // relative, the sum of both trials' spreads
+  int runs = 0;               // runs spent: every trial's repeats plus the analysis' other runs
+  int capped = 0;             // trials stopped at the adaptive cap
+  int failed = 0;             // trials that failed otherwise
+};
+SessionOutcome session_outcome(const SessionInfo& s, const std::vector<Trial>& trials);
+
+// A stored trial stopped at the adaptive cap (the store keeps it failed, "capped at ...").
+bool capped_trial(const Trial& t);
+
+// The one JSON form of a session, read by `syspilot sessions show --json`, the service and a
+// dashboard: id, program, args, strategy, status, times, budget, seed, objective, options,
+// machine (null when not recorded), space, guides, trials (config, ok, capped, failure, value
+// as measured, spread, repeats, samples, runs_before), best, reference, speedup, runs.
+// docs/tuner.md ("Sessions") describes the fields.
+nlohmann::json session_to_json(const SessionInfo& s, const std::vector<Trial>& trials);
 
 }  // namespace syspilot::tuner

@@ -1,5 +1,5 @@
-// `syspilot contracts ...` over a real store file: import, list, show, diff, export, remove,
-// and the errors a user meets (bad LPCL, unknown names, a file that is not a store).
+// `syspilot contracts ...` over a real store file: import, list, show, diff, export, review,
+// remove, and the errors a user meets (bad LPCL, unknown names, a file that is not a store).
 #include <sys/wait.h>
 
 #include <fstream>
@@ -227,9 +227,97 @@ TEST_F(ContractsCli, SyspilotDbEnvironmentAndRemove) {
   EXPECT_EQ(j[0]["version"], "0.3.29");
 }
 
+// Imports (the corpus, files a person wrote) are reviewed; a draft is not until someone says so
+// with `contracts review`, and list/show say which is which.
+TEST_F(ContractsCli, ReviewStateOfImportsAndDraftsAndTheReviewCommand) {
+  CliRun r = run_cli(dir, "contracts show openblas 0.3.21 --json --db " + db);
+  ASSERT_EQ(r.exit, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["review"], "reviewed");
+
+  // A draft, as `syspilot synth` stores it.
+  {
+    store::Store s(db);
+    store::ContractRecord d;
+    d.library = "openblas";
+    d.version = "0.3.30";
+    d.lpcl = "contract openblas \"0.3.30\" {\n  binds soname \"libopenblas.so.0\";\n"
+             "  control OPENBLAS_NUM_THREADS : env int in [1, ncpus];\n}\n";
+    d.drafter = store::Drafter::Offline;
+    s.put_contract(d);
+  }
+  r = run_cli(dir, "contracts list openblas --db " + db);
+  ASSERT_EQ(r.exit, 0) << r.err;
+  EXPECT_NE(r.out.find("REVIEW"), std::string::npos) << r.out;
+  auto line_of = [](const std::string& text, const std::string& key) {
+    auto p = text.find(key);
+    return p == std::string::npos ? std::string() : text.substr(p, text.find('\n', p) - p);
+  };
+  EXPECT_NE(line_of(r.out, "0.3.30").find("unreviewed"), std::string::npos) << r.out;
+  EXPECT_NE(line_of(r.out, "0.3.29").find("reviewed"), std::string::npos) << r.out;
+  EXPECT_EQ(line_of(r.out, "0.3.29").find("unreviewed"), std::string::npos) << r.out;
+  r = run_cli(dir, "contracts list --db " + db);
+  EXPECT_NE(line_of(r.out, "openblas").find("0.3.29"), std::string::npos) << "the highest reviewed version\n" << r.out;
+
+  r = run_cli(dir, "contracts show openblas 0.3.30 --db " + db);
+  ASSERT_EQ(r.exit, 0) << r.err;
+  EXPECT_NE(r.out.find("# openblas 0.3.30, revision 1 of 1, converged, unreviewed draft"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("syspilot contracts review openblas 0.3.30"), std::string::npos) << r.out;
+  canonical(r.out);  // still LPCL
+
+  r = run_cli(dir, "contracts review openblas 0.3.30 --db " + db);
+  ASSERT_EQ(r.exit, 0) << r.err;
+  EXPECT_NE(r.out.find("marked openblas 0.3.30 revision 1 reviewed"), std::string::npos) << r.out;
+  r = run_cli(dir, "contracts show openblas 0.3.30 --json --db " + db);
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["review"], "reviewed");
+  EXPECT_TRUE(j["reviewed_at"].is_string());
+  r = run_cli(dir, "contracts list openblas --json --db " + db);
+  j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 3u);
+  EXPECT_EQ(j[2]["version"], "0.3.30");
+  EXPECT_EQ(j[2]["review"], "reviewed");
+  EXPECT_EQ(j[2]["reviewed_revision"], 1);
+
+  r = run_cli(dir, "contracts review openblas 0.3.30 --revoke --db " + db);
+  ASSERT_EQ(r.exit, 0) << r.err;
+  {
+    store::Store s(db);
+    EXPECT_EQ(s.get_contract("openblas", "0.3.30")->review, store::Review::Unreviewed);
+    EXPECT_EQ(s.get_contract("openblas", "0.3.21")->review, store::Review::Reviewed);
+  }
+
+  // Unknown names and revisions are input errors; so is vouching for a contract with open errors.
+  r = run_cli(dir, "contracts review openblas 9.9 --db " + db);
+  EXPECT_EQ(r.exit, 2);
+  EXPECT_NE(r.err.find("stored versions"), std::string::npos) << r.err;
+  r = run_cli(dir, "contracts review openblas 0.3.30 --revision 4 --db " + db);
+  EXPECT_EQ(r.exit, 2);
+  EXPECT_NE(r.err.find("no revision 4"), std::string::npos) << r.err;
+  {
+    store::Store s(db);
+    store::ContractRecord d;
+    d.library = "zstd";
+    d.version = "1.5.4";
+    d.lpcl = "contract zstd \"1.5.4\" {\n}\n";
+    d.status = store::ContractStatus::OpenDiagnostics;
+    d.diagnostics = R"([{"severity": "error", "message": "contract zstd has no control", "code": "no-controls"}])";
+    s.put_contract(d);
+  }
+  r = run_cli(dir, "contracts review zstd 1.5.4 --db " + db);
+  EXPECT_EQ(r.exit, 2);
+  EXPECT_NE(r.err.find("open error"), std::string::npos) << r.err;
+  EXPECT_EQ(store::Store(db).get_contract("zstd", "1.5.4")->review, store::Review::Unreviewed);
+
+  // A file nobody has checked against the documentation can be imported as a draft.
+  r = run_cli(dir, "contracts import --unreviewed " + dir.file("a.lpcl") + " --db " + db);
+  ASSERT_EQ(r.exit, 0) << r.err;
+  EXPECT_NE(r.out.find("revision 2 (unchanged) in " + db + " (unreviewed draft)"), std::string::npos) << r.out;
+  EXPECT_EQ(store::Store(db).get_contract("openblas", "0.3.21")->review, store::Review::Unreviewed);
+}
+
 TEST(ContractsCliHelp, EverySubcommandHasHelp) {
   TempDir dir;
-  for (const char* sub : {"list", "show", "diff", "import", "export", "remove"}) {
+  for (const char* sub : {"list", "show", "diff", "import", "export", "review", "remove"}) {
     CliRun r = run_cli(dir, std::string("contracts ") + sub + " --help");
     EXPECT_EQ(r.exit, 0) << sub;
     EXPECT_NE(r.out.find("--db"), std::string::npos) << sub << ": " << r.out;

@@ -32,6 +32,7 @@ TEST(SynthCli, OfflineWritesTheContractAndSaysWhichDrafter) {
   const std::string out = ::testing::TempDir() + "/zstd.lpcl";
   const std::string db = ::testing::TempDir() + "/synth-cli.db";
   std::filesystem::remove(out);
+  std::filesystem::remove(db);  // a store left by another run or version must not decide the outcome
   std::string err;
   EXPECT_EQ(run("env -u SYSPILOT_LLM_URL " + kBin + " synth " + kFacts + " --lib zstd --version 1.5.4 --db " + db + " -o " + out, &err), 0) << err;
   EXPECT_NE(err.find("drafter offline (deterministic rules, no LLM)"), std::string::npos) << err;
@@ -48,6 +49,21 @@ TEST(SynthCli, BadInputIsAUsageError) {
   EXPECT_NE(err.find("/no/such/path"), std::string::npos) << err;
   EXPECT_EQ(run(kBin + " synth " + kFacts + " --lib x --version 1 --no-store --llm http://127.0.0.1:1", &err), 2);
   EXPECT_NE(err.find("--model"), std::string::npos) << err;
+}
+
+// An empty folder: exit 2 with what was wrong and what to give instead; no store is created.
+TEST(SynthCli, EmptyFolderIsAUsageErrorAndStoresNothing) {
+  const std::string dir = ::testing::TempDir() + "/synth-cli-empty";
+  const std::string db = ::testing::TempDir() + "/synth-cli-empty.db";
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(db);
+  std::filesystem::create_directories(dir);
+  std::string err;
+  EXPECT_EQ(run("env -u SYSPILOT_LLM_URL " + kBin + " synth " + dir + " --lib empty --version 1 --db " + db, &err), 2)
+      << err;
+  EXPECT_NE(err.find("no facts about empty in " + dir), std::string::npos) << err;
+  EXPECT_NE(err.find("source tree, public headers, documentation or shared object"), std::string::npos) << err;
+  EXPECT_FALSE(std::filesystem::exists(db)) << "nothing to store, so no store";
 }
 
 TEST(SynthCli, NeverConvergingExitsOne) {

@@ -75,11 +75,10 @@ TEST(OfflineDrafter, ZeroDefaultOfAThreadCountIsTheUnsetSentinel) {
   EXPECT_FALSE(c.find_control("OPENBLAS_NUM_THREADS")->default_value.has_value());
 }
 
-TEST(OfflineDrafter, EmptyFactsGiveAnEmptyButValidContract) {
+// Nothing to draft from is no contract at all (it used to be an empty "converged" one).
+TEST(OfflineDrafter, EmptyFactsAreRefused) {
   extract::Facts f;
-  auto r = synthesize(f, offline_options());
-  EXPECT_TRUE(r.converged) << r.open.str();
-  EXPECT_TRUE(r.contract.controls.empty());
+  EXPECT_THROW(synthesize(f, offline_options()), EmptyFacts);
 }
 
 extract::DocMention mention(std::string name, std::string sentence, std::string file, int line) {
@@ -245,7 +244,9 @@ TEST(Validate, ReportsWithoutRepairingWhenAskedTo) {
   for (auto& x : d.items()) {
     invented |= x.code == "invented-control" && x.message.find("OPENBLAS_TURBO_MODE") != std::string::npos;
     ref |= x.code == "invented-ref" && x.message.find("blas_server.c:9999") != std::string::npos;
-    if (x.code == "invented-control") EXPECT_GT(x.loc.line, 0);  // points into the draft
+    if (x.code == "invented-control") {
+      EXPECT_GT(x.loc.line, 0);  // points into the draft
+    }
   }
   EXPECT_TRUE(invented) << d.str();
   EXPECT_TRUE(ref) << d.str();

@@ -1,0 +1,255 @@
+// What synthesis refuses to call converged: nothing to draft from, a contract with no control
+// or no binding, a type or range its own documentation contradicts, and per-call flags (an
+// allocator's mallocx() flag macros) drafted as controls. Real files, the real extractor and a
+// real store.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "extract/extract.h"
+#include "lpcl/lpcl.h"
+#include "store/store.h"
+#include "synth/synth.h"
+
+namespace syspilot::synth {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TempTree {
+  fs::path root;
+  TempTree() {
+    std::string tmpl = (fs::temp_directory_path() / "syspilot-checks-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    root = tmpl;
+  }
+  ~TempTree() {
+    std::error_code ec;
+    fs::remove_all(root, ec);
+  }
+  std::string write(const std::string& rel, const std::string& text) const {
+    fs::path p = root / rel;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << text;
+    return p.string();
+  }
+  std::string str(const std::string& rel = "") const { return (root / rel).string(); }
+};
+
+SynthOptions options(const std::string& lib, const std::string& version = "1") {
+  SynthOptions o;
+  o.library = lib;
+  o.version = version;
+  return o;
+}
+
+extract::DocMention mention(std::string name, std::string sentence, std::string file, int line) {
+  return {std::move(name), std::move(sentence), std::move(file), line, "html"};
+}
+
+bool has_code(const Diagnostics& d, const std::string& code) {
+  for (auto& x : d.items())
+    if (x.code == code) return true;
+  return false;
+}
+
+int contracts_in(store::Store& s) { return static_cast<int>(*s.db().query_int("SELECT count(*) FROM contracts")); }
+
+// An empty folder is no library: a clear error, and nothing is drafted or stored.
+TEST(SynthChecks, EmptyFolderIsRefusedAndStoresNothing) {
+  TempTree t;
+  fs::create_directories(t.str("empty"));
+  extract::ExtractOptions eo;
+  eo.paths = {t.str("empty")};
+  eo.library = "nothing";
+  extract::Facts facts = extract::extract(eo);
+  store::Store st(t.str("s.db"));
+  try {
+    synthesize(facts, options("nothing"), &st);
+    FAIL() << "an empty folder was synthesized";
+  } catch (const EmptyFacts& e) {
+    EXPECT_NE(std::string(e.what()).find(t.str("empty")), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("nothing was drafted or stored"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(contracts_in(st), 0);
+  EXPECT_TRUE(st.libraries().empty());
+}
+
+// Facts, but nothing that is a setting, and nothing that binds: stored with its errors, never
+// as converged.
+TEST(SynthChecks, NoControlOrNoBindingIsNotConverged) {
+  TempTree t;
+  store::Store st(t.str("s.db"));
+  extract::Facts f;
+  f.library = "quiet";
+  extract::ThreadingFact th;
+  th.kind = "thread_create";
+  th.detail = "pthread_create";
+  th.file = "src/pool.c";
+  th.line = 12;
+  f.threading.push_back(th);
+  auto r = synthesize(f, options("quiet"), &st);
+  EXPECT_FALSE(r.converged) << r.text;
+  EXPECT_TRUE(has_code(r.open, "no-controls")) << r.open.str();
+  EXPECT_TRUE(has_code(r.open, "no-binding")) << r.open.str();
+  auto rec = st.get_contract("quiet", "1");
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->status, store::ContractStatus::OpenDiagnostics);
+  EXPECT_EQ(rec->review, store::Review::Unreviewed);
+
+  // A control read in code, but no shared object or header: nothing would ever bind it.
+  f.env_vars.push_back({"QUIET_NUM_THREADS", "src/env.c", 4, "init", "int", "", "getenv", "c"});
+  r = synthesize(f, options("quiet", "2"), nullptr);
+  EXPECT_FALSE(r.converged);
+  EXPECT_FALSE(has_code(r.open, "no-controls")) << r.open.str();
+  EXPECT_TRUE(has_code(r.open, "no-binding")) << r.open.str();
+
+  // With its shared object, the same facts converge.
+  f.binaries.push_back({"/usr/lib/libquiet.so.1", "libquiet.so.1", {}, {}, {}, {}});
+  r = synthesize(f, options("quiet", "3"), nullptr);
+  EXPECT_TRUE(r.converged) << r.open.str() << "\n" << r.text;
+}
+
+// jemalloc's manual says "opt.tcache (bool)": the name rule's int is repaired from the sentence
+// the control cites, as are a const char * and a size_t; a draft that keeps int is not converged.
+TEST(SynthChecks, TheDocumentedTypeWinsOverTheNameRule) {
+  extract::Facts f;
+  f.library = "alloc";
+  f.doc_mentions = {
+      mention("opt.tcache", "opt.tcache (bool) r- Thread-specific caching (tcache) enabled/disabled.", "alloc.xml.in", 1322),
+      mention("opt.percpu_arena", "opt.percpu_arena ( const char * ) r- Per CPU arena mode.", "alloc.xml.in", 1059),
+      mention("opt.max_background_threads",
+              "opt.max_background_threads (size_t) r- Maximum number of background threads that will be created.",
+              "alloc.xml.in", 1092),
+      mention("opt.narenas", "opt.narenas (unsigned) r- Maximum number of arenas to use.", "alloc.xml.in", 1030),
+  };
+  f.binaries.push_back({"/usr/lib/liballoc.so.2", "liballoc.so.2", {}, {}, {}, {"MALLOC_CONF"}});
+
+  // The offline draft types by name (an arena knob is an int); validation reads the sentence.
+  auto raw = draft_offline(f, options("alloc"));
+  ASSERT_NE(raw.find_control("tcache"), nullptr);
+  Diagnostics unrepaired = validate(raw, f, false);
+  EXPECT_TRUE(has_code(unrepaired, "doc-type-mismatch")) << unrepaired.str();
+  EXPECT_TRUE(unrepaired.has_errors()) << "a contradicted type must block convergence";
+
+  auto r = synthesize(f, options("alloc"));
+  EXPECT_TRUE(r.converged) << r.open.str() << "\n" << r.text;
+  auto type_of = [&](const char* n) {
+    const lpcl::Control* c = r.contract.find_control(n);
+    EXPECT_NE(c, nullptr) << n << "\n" << r.text;
+    return c ? c->type.kind : lpcl::Type::Kind::Enum;
+  };
+  EXPECT_EQ(type_of("tcache"), lpcl::Type::Kind::Bool);
+  EXPECT_EQ(type_of("percpu_arena"), lpcl::Type::Kind::String);
+  EXPECT_EQ(type_of("max_background_threads"), lpcl::Type::Kind::Int);  // the name rule said bool
+  EXPECT_EQ(type_of("narenas"), lpcl::Type::Kind::Int);
+  ASSERT_EQ(r.rounds.size(), 1u);
+  bool said = false;
+  for (auto& rep : r.rounds[0].repairs) said |= rep.find("set the type of tcache to bool") != std::string::npos;
+  EXPECT_TRUE(said) << "the repair is reported";
+
+  // A sentence that only says "enabled/disabled" makes a wide int a switch too.
+  extract::Facts g = f;
+  g.doc_mentions = {mention("opt.tcache", "Thread-specific caching (tcache) enabled/disabled; see opt.tcache.",
+                            "alloc.xml.in", 1322)};
+  r = synthesize(g, options("alloc"));
+  ASSERT_NE(r.contract.find_control("tcache"), nullptr) << r.text;
+  EXPECT_EQ(r.contract.find_control("tcache")->type.kind, lpcl::Type::Kind::Bool) << r.text;
+}
+
+// A domain the cited sentence contradicts ("between 1 and 64" against [1, 128]) is an error;
+// the repair takes the documented range. A narrower domain is no contradiction.
+TEST(SynthChecks, TheDocumentedRangeBoundsTheDomain) {
+  extract::Facts f;
+  f.library = "net";
+  f.doc_mentions = {mention("NET_NSOCKS_PERTHREAD",
+                            "Set the environment variable NET_NSOCKS_PERTHREAD to a value between 1 and 64 sockets.",
+                            "net.md", 7)};
+  f.binaries.push_back({"/usr/lib/libnet.so.2", "libnet.so.2", {}, {}, {}, {}});
+  Diagnostics d;
+  auto doc = lpcl::parse(
+      "contract net \"1\" {\n  binds soname \"libnet.so.2\";\n"
+      "  control NET_NSOCKS_PERTHREAD : env int in [1, 128] default 100 @ \"net.md:7\";\n}\n",
+      "draft.lpcl", d);
+  ASSERT_FALSE(d.has_errors()) << d.str();
+  lpcl::Contract c = doc.contracts.at(0);
+  lpcl::Contract probe = c;
+  Diagnostics open = validate(probe, f, false);
+  EXPECT_TRUE(has_code(open, "doc-range-mismatch")) << open.str();
+  std::vector<std::string> repairs;
+  validate(c, f, true, &repairs);
+  const lpcl::Control* n = c.find_control("NET_NSOCKS_PERTHREAD");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(lpcl::format(*n->domain.hi), "64");
+  EXPECT_FALSE(n->default_value.has_value()) << "100 lies outside the documented range";
+  EXPECT_FALSE(validate(c, f, false).has_errors());
+
+  auto narrow = lpcl::parse(
+      "contract net \"1\" {\n  binds soname \"libnet.so.2\";\n"
+      "  control NET_NSOCKS_PERTHREAD : env int in [1, 8] @ \"net.md:7\";\n}\n",
+      "draft.lpcl", d);
+  EXPECT_FALSE(has_code(validate(narrow.contracts.at(0), f, false), "doc-range-mismatch"));
+}
+
+// An installed allocator shaped like jemalloc (header and manual, no code): its mallocx()
+// flag macros, function-like or documented beside one, are arguments of a call, not settings.
+TEST(SynthChecks, PerCallFlagMacrosAreNotControls) {
+  TempTree t;
+  t.write("include/foox.h",
+          "/* foox: a small allocator with per-call flags. */\n"
+          "#pragma once\n#include <stddef.h>\n\n"
+          "#define FOOX_LG_ALIGN(la) ((int)(la))\n"
+          "#define FOOX_ZERO ((int)0x40)\n"
+          "#define FOOX_TCACHE(tc) ((int)(((tc) + 2) << 8))\n"
+          "#define FOOX_TCACHE_NONE FOOX_TCACHE(-1)\n"
+          "#define FOOX_ARENA(a) ((((int)(a)) + 1) << 20)\n"
+          "#define FOOX_SET_ARENAS(n) foox_set_narenas(n)\n\n"
+          "void *foox_mallocx(size_t size, int flags);\n"
+          "/* Sets the number of arenas later threads spread over. */\n"
+          "void foox_set_narenas(unsigned n);\n");
+  t.write("doc/foox.md",
+          "# foox\n\n## foox_mallocx\n\n"
+          "The flags argument of foox_mallocx() is zero or more of the following, combined with bitwise or:\n\n"
+          "FOOX_LG_ALIGN(la)\n:   Align the allocation to a multiple of (1 << la).\n\n"
+          "FOOX_ZERO\n:   Initialize newly allocated memory to contain zero bytes.\n\n"
+          "FOOX_TCACHE(tc)\n:   Use the thread-specific cache (tcache) tc.\n\n"
+          "FOOX_TCACHE_NONE\n:   Do not use a thread-specific cache (tcache).\n\n"
+          "Unless FOOX_TCACHE(tc) or FOOX_TCACHE_NONE is specified, an automatically managed tcache is used.\n\n"
+          "FOOX_ARENA(a)\n:   Use the arena specified by the index a.\n");
+  extract::ExtractOptions eo;
+  eo.paths = {t.str()};
+  eo.library = "foox";
+  extract::Facts facts = extract::extract(eo);
+  ASSERT_FALSE(facts.api_controls.empty()) << "the header was not scanned";
+
+  auto r = synthesize(facts, options("foox"));
+  for (const char* flag : {"FOOX_LG_ALIGN", "FOOX_ZERO", "FOOX_TCACHE", "FOOX_TCACHE_NONE", "FOOX_ARENA", "FOOX_SET_ARENAS"})
+    EXPECT_EQ(r.contract.find_control(flag), nullptr) << flag << " is passed per call\n" << r.text;
+  const lpcl::Control* setter = r.contract.find_control("foox_set_narenas");
+  ASSERT_NE(setter, nullptr) << "the declared setter is the control\n" << r.text;
+  EXPECT_EQ(setter->how.kind, lpcl::ControlKind::Kind::Api);
+  EXPECT_TRUE(r.converged) << r.open.str() << "\n" << r.text;
+
+  // A model's draft that names them anyway loses them in validation.
+  Diagnostics d;
+  auto doc = lpcl::parse(
+      "contract foox \"1\" {\n  binds header \"foox.h\";\n"
+      "  control FOOX_TCACHE_NONE : env bool;\n"
+      "  control FOOX_ARENA : api(int a) int sets mem.arenas;\n"
+      "  control foox_set_narenas : api(unsigned n) int sets mem.arenas;\n}\n",
+      "draft.lpcl", d);
+  ASSERT_FALSE(d.has_errors()) << d.str();
+  lpcl::Contract c = doc.contracts.at(0);
+  lpcl::Contract probe = c;
+  Diagnostics found = validate(probe, facts, false);
+  EXPECT_TRUE(has_code(found, "per-call-flag")) << found.str();
+  validate(c, facts, true);
+  EXPECT_EQ(c.find_control("FOOX_TCACHE_NONE"), nullptr);
+  EXPECT_EQ(c.find_control("FOOX_ARENA"), nullptr);
+  EXPECT_NE(c.find_control("foox_set_narenas"), nullptr);
+}
+
+}  // namespace
+}  // namespace syspilot::synth
