@@ -26,6 +26,7 @@ struct ExtractArgs {
   size_t max_file_mb = 256;
   std::string output;
   std::string expected;
+  std::string scope = "library";
 };
 
 void print_summary(const extract::Facts& f, std::ostream& os) {
@@ -79,6 +80,12 @@ void run(const ExtractArgs& a, Context& ctx) {
   opt.progress = a.progress;
   opt.api_controls = !a.no_api;
   opt.max_file_bytes = a.max_file_mb << 20;
+  try {
+    extract::scopes(a.scope);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("extract: --scope: ") + e.what());
+  }
+  opt.scope = a.scope;
   extract::ExtractStats stats;
   opt.stats = &stats;
   extract::Facts f = extract::extract(opt);
@@ -146,6 +153,9 @@ CommandRegistration reg(20, [](CLI::App& app, Context& ctx) {
   cmd->add_flag("--notes", args->all_notes, "Show every note diagnostic, not only their count");
   cmd->add_option("--max-file-mb", args->max_file_mb, "Skip files larger than this (default 256)");
   cmd->add_option("-o,--output", args->output, "Write the facts to this file instead of stdout");
+  cmd->add_option("--scope", args->scope,
+                  "Facts kept, by the code they come from: library (default), all, or a comma list of "
+                  "library, tool, test, example, bench, build");
   cmd->add_option("--expected", args->expected,
                   "Score against an expected list (tests/extract/expected/*.txt): precision and recall on stderr");
   cmd->callback([args, &ctx] { run(*args, ctx); });

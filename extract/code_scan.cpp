@@ -37,8 +37,10 @@ enum Role : uint8_t {
   kFunctionName, kFunctionParams, kMacro, kMacroName, kMacroParams, kConst, kConstName,
   kConstValue, kVar, kVarDeclarator, kVarName, kVarValue, kPragma, kPragmaDirective,
   kPragmaArg, kLoop, kLoopCond, kLoopBody, kQualified, kSubscript, kSubscriptValue,
-  kSubscriptKey, kCompare, kTable, kTableName, kTableValue
+  kSubscriptKey, kCompare, kTable, kTableName, kTableValue, kBind, kBindTarget, kBindValue,
+  kRecord, kRecordBody, kTypedef, kTypedefType, kRange, kRangeVar, kRangeTable, kRoleCount
 };
+static_assert(kRoleCount <= 48, "collect() keeps captures in fixed arrays of 48");
 
 Role role_of(std::string_view name) {
   static const std::unordered_map<std::string_view, Role> roles = {
@@ -53,7 +55,10 @@ Role role_of(std::string_view name) {
       {"loop.cond", kLoopCond}, {"loop.body", kLoopBody}, {"qualified", kQualified},
       {"subscript", kSubscript}, {"subscript.value", kSubscriptValue},
       {"subscript.key", kSubscriptKey}, {"compare", kCompare}, {"table", kTable},
-      {"table.declarator", kTableName}, {"table.value", kTableValue}};
+      {"table.declarator", kTableName}, {"table.value", kTableValue}, {"bind", kBind},
+      {"bind.target", kBindTarget}, {"bind.value", kBindValue}, {"record", kRecord},
+      {"record.body", kRecordBody}, {"typedef", kTypedef}, {"typedef.type", kTypedefType},
+      {"range", kRange}, {"range.var", kRangeVar}, {"range.table", kRangeTable}};
   auto it = roles.find(name);
   return it == roles.end() ? kNone : it->second;
 }
@@ -226,9 +231,28 @@ int index_of(const std::vector<std::string>& params, std::string_view name) {
   return -1;
 }
 
+bool is_keyword(std::string_view w) {
+  static const char* kw[] = {"if", "while", "for", "switch", "return", "sizeof", "defined", "do",
+                             "__attribute__", "__typeof__", "typeof", "alignof", "_Alignof", "case"};
+  for (auto* k : kw) if (w == k) return true;
+  return false;
+}
+
+// The text of tokens [a, b), strings quoted again.
+std::string join_tokens(const std::vector<Token>& t, size_t a, size_t b) {
+  std::string s;
+  for (size_t i = a; i < b && i < t.size() && s.size() < 120; ++i) {
+    if (!s.empty() && t[i].kind != Token::Punct && t[i - 1].kind != Token::Punct) s += ' ';
+    s += t[i].kind == Token::String ? "\"" + t[i].text + "\"" : t[i].text;
+  }
+  return s;
+}
+
 // Name expression of tokens [a, b) of a macro body with parameters `params`.
-NameExpr eval_tokens(const std::vector<Token>& t, size_t a, size_t b, const std::vector<std::string>& params) {
+NameExpr eval_tokens(const std::vector<Token>& t, size_t a, size_t b, const std::vector<std::string>& params,
+                     int depth = 0) {
   NameExpr out;
+  b = std::min(b, t.size());
   for (size_t i = a; i < b; ++i) {
     const Token& k = t[i];
     if (k.kind == Token::Punct && k.text == "#" && i + 1 < b && t[i + 1].kind == Token::Ident) {
@@ -254,6 +278,26 @@ NameExpr eval_tokens(const std::vector<Token>& t, size_t a, size_t b, const std:
       if (i + 1 < b && t[i + 1].text == "##") { out.push_back({Piece::Unknown, k.text}); continue; }
       int p = index_of(params, k.text);
       if (p >= 0) { out.push_back({Piece::Param, k.text, p}); continue; }
+      if (i + 1 < b && t[i + 1].text == "(" && !is_keyword(k.text) && depth < 4) {
+        // NAME(args): a macro that may build a name from its arguments, expanded across files
+        Piece apply{Piece::Apply, k.text};
+        auto push = [&](size_t from, size_t to) {
+          apply.args.push_back(eval_tokens(t, from, to, params, depth + 1));
+          apply.arg_texts.push_back(join_tokens(t, from, to));
+        };
+        int level = 0;
+        size_t start = i + 2, j = i + 1;
+        for (; j < b; ++j) {
+          if (t[j].text == "(") ++level;
+          else if (t[j].text == ")") { if (--level == 0) break; }
+          else if (t[j].text == "," && level == 1 && apply.args.size() < 16) { push(start, j); start = j + 1; }
+        }
+        if (j > start || !apply.args.empty()) push(start, std::min(j, b));
+        if (apply.arg_texts.size() == 1) apply.arg = apply.arg_texts[0];
+        out.push_back(std::move(apply));
+        i = j;
+        continue;
+      }
       bool concat = (i > a && t[i - 1].kind == Token::String) || (i + 1 < b && t[i + 1].kind == Token::String);
       Piece piece{Piece::Ident, k.text};
       piece.in_concat = concat;
@@ -265,16 +309,14 @@ NameExpr eval_tokens(const std::vector<Token>& t, size_t a, size_t b, const std:
   return out;
 }
 
-bool is_keyword(std::string_view w) {
-  static const char* kw[] = {"if", "while", "for", "switch", "return", "sizeof", "defined", "do",
-                             "__attribute__", "__typeof__", "typeof", "alignof", "_Alignof", "case"};
-  for (auto* k : kw) if (w == k) return true;
-  return false;
-}
 
 struct Range {
   uint32_t start = 0, end = 0;
 };
+
+// Bounds on what one table or record contributes: hostile sources cannot grow them further.
+constexpr uint32_t kMaxTableRows = 4096;
+constexpr size_t kMaxRowItems = 64;
 
 class FileScanner {
  public:
@@ -306,6 +348,7 @@ class FileScanner {
     ts_query_cursor_delete(cur);
     build_definitions();
     build_locals_and_constants();
+    build_records_and_bindings();
     for (auto& c : calls_) add_call(c);
     for (auto& s : subscripts_) add_subscript(s);
     for (auto& c : compares_) add_compare(c);
@@ -351,6 +394,10 @@ class FileScanner {
     else if (have[kCompare]) compares_.push_back(cap[kCompare]);
     else if (have[kQualified]) qualified_.push_back(cap[kQualified]);
     else if (have[kTable]) tables_.push_back({cap[kTable], get(kTableName), get(kTableValue)});
+    else if (have[kBind]) binds_.push_back({cap[kBind], get(kBindTarget), get(kBindValue)});
+    else if (have[kRecord]) records_.push_back({cap[kRecord], get(kRecordBody), null});
+    else if (have[kTypedef]) records_.push_back({cap[kTypedef], get(kTypedefType), null});
+    else if (have[kRange]) ranges_.push_back({cap[kRange], get(kRangeVar), get(kRangeTable)});
   }
 
   // --- definitions
@@ -437,6 +484,7 @@ class FileScanner {
       out_.defs.push_back(std::move(d));
     }
     locals_.resize(out_.defs.size());
+    row_vars_.resize(out_.defs.size());
   }
 
   // Innermost definition containing [s, e), or -1.
@@ -492,19 +540,32 @@ class FileScanner {
       // STR(MACRO): a stringizing macro applied to a token
       TSNode f = ts_node_child_by_field_name(n, "function", 8);
       TSNode args = ts_node_child_by_field_name(n, "arguments", 9);
-      if (is(f, "identifier") && ts_node_named_child_count(args) == 1) {
+      uint32_t nargs = ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);
+      if (is(f, "identifier") && nargs >= 1 && nargs <= 8) {
+        // STR(MACRO), or a name-building macro: LIB_ENV("X") with #define LIB_ENV(s) "LIB_" s
         Piece p{Piece::Apply, std::string(text(f))};
-        p.arg = trim(text(ts_node_named_child(args, 0)));
+        for (uint32_t i = 0; i < nargs; ++i) {
+          TSNode a = ts_node_named_child(args, i);
+          NameExpr e;
+          eval(a, def, e, depth + 1);
+          p.args.push_back(std::move(e));
+          p.arg_texts.push_back(clip(text(a), 120));
+        }
+        if (nargs == 1) p.arg = trim(text(ts_node_named_child(args, 0)));
         out.push_back(p);
         return;
       }
     }
     if (!std::strcmp(t, "field_expression") && lang_ != Lang::Python) {
-      // table[i].name: the strings of a constant table's rows
-      TSNode base = ts_node_child_by_field_name(n, "argument", 8);
-      if (is(base, "subscript_expression")) {
-        TSNode arr = ts_node_child_by_field_name(base, "argument", 8);
-        if (is(arr, "identifier")) { out.push_back({Piece::Ident, std::string(text(arr))}); return; }
+      // table[i].name, s.name in for (auto& s : table), p->name with p = table: that field of
+      // every row of the table (resolved across files, cited at each row)
+      std::string table = table_of(ts_node_child_by_field_name(n, "argument", 8), def);
+      TSNode field = ts_node_child_by_field_name(n, "field", 5);
+      if (!table.empty() && !ts_node_is_null(field)) {
+        Piece p{Piece::Field, table};
+        p.arg = std::string(text(field));
+        out.push_back(p);
+        return;
       }
     }
     if (!std::strcmp(t, "parenthesized_expression")) { eval(ts_node_named_child(n, 0), def, out, depth + 1); return; }
@@ -518,6 +579,23 @@ class FileScanner {
       }
     }
     out.push_back({Piece::Unknown, clip(sv, 80)});
+  }
+
+  // The table an expression walks: table[i], *p or p[i] with p = table, the range-for variable.
+  std::string table_of(TSNode n, int def) const {
+    for (int guard = 0; guard < 4 && !ts_node_is_null(n); ++guard) {
+      if (is(n, "parenthesized_expression")) n = ts_node_named_child(n, 0);
+      else if (is(n, "subscript_expression") || is(n, "pointer_expression")) n = ts_node_child_by_field_name(n, "argument", 8);
+      else break;
+    }
+    if (!is(n, "identifier")) return {};
+    std::string name(text(n));
+    if (def >= 0) {
+      auto it = row_vars_[def].find(name);
+      if (it != row_vars_[def].end()) return it->second;
+      if (index_of(out_.defs[def].params, name) >= 0) return {};
+    }
+    return name;
   }
 
   // `name = ... "X" ...;` earlier in the function, when the initializer is split by
@@ -573,7 +651,7 @@ class FileScanner {
       std::string name = lang_ == Lang::Python ? std::string(text(v.a)) : declared_name(v.a);
       if (name.empty()) continue;
       if (def >= 0) locals_[def].emplace(name, std::move(e));
-      else out_.constants.push_back({name, std::move(e)});
+      else out_.constants.push_back({name, std::move(e), {}});
     }
     for (auto& c : consts_) {
       auto toks = tokenize(text(c.b));
@@ -593,24 +671,205 @@ class FileScanner {
       TSNode body = ts_node_child_by_field_name(f.node, "value", 5);
       if (ts_node_is_null(body)) continue;
       out_.defs[i].body = clip(text(body), 200);
-      macro_calls(tokenize(text(body)), static_cast<int>(i), line(body));
+      auto toks = tokenize(text(body));
+      // a body made of strings, parameters and names only builds a name: "LIB_" s, #x
+      bool name_only = !toks.empty() && toks.size() <= 32 && std::all_of(toks.begin(), toks.end(), [](const Token& t) {
+        return t.kind == Token::String || t.kind == Token::Ident || t.text == "#";
+      });
+      if (name_only) {
+        NameExpr e = eval_tokens(toks, 0, toks.size(), out_.defs[i].params);
+        bool uses_param = std::any_of(e.begin(), e.end(), [](const Piece& p) {
+          return p.kind == Piece::Param || p.kind == Piece::Stringize;
+        });
+        if (uses_param) out_.defs[i].name_body = std::move(e);
+      }
+      macro_calls(toks, static_cast<int>(i), line(body));
     }
   }
 
-  // A file-scope array of rows whose first item is a string: each string is one alternative.
+  // A file-scope array of rows: every row's items, by designator or position, for reads of a
+  // field of each row (table[i].name); rows whose first item is a string are also constants.
   void add_table(const PairNode& t) {
     if (enclosing(ts_node_start_byte(t.node), ts_node_end_byte(t.node)) >= 0) return;
     std::string name = declared_name(t.a);
     if (name.empty()) return;
+    Table table;
+    table.name = name;
+    table.type = type_name(ts_node_child_by_field_name(ts_node_parent(t.node), "type", 4));
     uint32_t rows = ts_node_named_child_count(t.b);
-    for (uint32_t i = 0; i < rows && i < 512; ++i) {
+    for (uint32_t i = 0; i < rows && i < kMaxTableRows; ++i) {
       TSNode row = ts_node_named_child(t.b, i);
       if (!is(row, "initializer_list") || ts_node_named_child_count(row) == 0) continue;
       TSNode first = ts_node_named_child(row, 0);
-      if (!is(first, "string_literal")) continue;
-      NameExpr e;
-      eval(first, -1, e);
-      out_.constants.push_back({name, std::move(e), ""});
+      if (is(first, "string_literal")) {
+        NameExpr e;
+        eval(first, -1, e);
+        out_.constants.push_back({name, std::move(e), ""});
+      }
+      Table::Row r;
+      r.line = line(row);
+      uint32_t items = ts_node_named_child_count(row);
+      for (uint32_t k = 0; k < items && k < kMaxRowItems; ++k) {
+        TSNode item = ts_node_named_child(row, k);
+        if (is(item, "comment")) continue;
+        Table::Item it;
+        if (is(item, "initializer_pair")) {
+          it.field = designated_field(ts_node_child_by_field_name(item, "designator", 10));
+          item = ts_node_child_by_field_name(item, "value", 5);
+        }
+        // only what can be a name is kept: strings and identifiers (constants)
+        if (is(item, "string_literal") || is(item, "concatenated_string") || is(item, "identifier"))
+          eval(item, -1, it.value);
+        r.items.push_back(std::move(it));
+      }
+      table.rows.push_back(std::move(r));
+    }
+    if (!table.rows.empty()) out_.tables.push_back(std::move(table));
+  }
+
+  // .name (field_designator) or name: (old GNU style): the field's name.
+  std::string designated_field(TSNode d) const {
+    std::string f = trim(text(d));
+    if (!f.empty() && f[0] == '.') f = trim(std::string_view(f).substr(1));
+    if (!f.empty() && f.back() == ':') f.pop_back();
+    for (char c : f)
+      if (!is_ident_char(c)) return {};
+    return f;
+  }
+
+  // The name of a declaration's type: `struct setting` -> setting, `const setting_t` -> setting_t.
+  std::string type_name(TSNode type) const {
+    if (ts_node_is_null(type)) return {};
+    if (is(type, "struct_specifier") || is(type, "class_specifier")) {
+      TSNode n = ts_node_child_by_field_name(type, "name", 4);
+      return ts_node_is_null(n) ? std::string() : last_component(text(n));
+    }
+    if (is(type, "type_identifier") || is(type, "qualified_identifier")) return last_component(text(type));
+    return {};
+  }
+
+  // --- records, bindings of functions to pointers and fields, table walkers
+  // The function an expression stores: f, &f, (T)f, ns::f.
+  std::string stored_function(TSNode v) const {
+    for (int guard = 0; guard < 4 && !ts_node_is_null(v); ++guard) {
+      if (is(v, "parenthesized_expression")) v = ts_node_named_child(v, 0);
+      else if (is(v, "cast_expression")) v = ts_node_child_by_field_name(v, "value", 5);
+      else if (is(v, "pointer_expression") && text(v).substr(0, 1) == "&") v = ts_node_child_by_field_name(v, "argument", 8);
+      else break;
+    }
+    if (is(v, "identifier") || is(v, "qualified_identifier")) return last_component(text(v));
+    return {};
+  }
+
+  void build_records_and_bindings() {
+    for (auto& r : records_) {
+      if (is(r.node, "type_definition")) {
+        // typedef struct tag name_t;  (a typedef with a body names the struct below instead)
+        std::string tag = type_name(r.a);
+        if (tag.empty()) continue;
+        for (auto& n : typedef_names(r.node))
+          if (n != tag) out_.records.push_back({n, {}, tag});
+        continue;
+      }
+      Record rec;
+      TSNode name = ts_node_child_by_field_name(r.node, "name", 4);
+      uint32_t n = ts_node_named_child_count(r.a);
+      for (uint32_t i = 0; i < n && rec.fields.size() < kMaxRowItems; ++i) {
+        TSNode fd = ts_node_named_child(r.a, i);
+        if (!is(fd, "field_declaration")) continue;
+        for (auto& d : declarators(fd)) rec.fields.push_back(declared_name(d));
+      }
+      if (!ts_node_is_null(name)) {
+        rec.name = last_component(text(name));
+        out_.records.push_back(rec);
+      }
+      if (is(ts_node_parent(r.node), "type_definition"))
+        for (auto& alias : typedef_names(ts_node_parent(r.node))) {
+          rec.name = alias;
+          out_.records.push_back(rec);
+        }
+    }
+    for (auto& b : binds_) {
+      int def = enclosing(ts_node_start_byte(b.node), ts_node_end_byte(b.node));
+      if (is(b.b, "initializer_list")) {
+        positional_bindings(b);
+        continue;
+      }
+      std::string fn = stored_function(b.b);
+      if (fn.empty()) continue;
+      Binding bind;
+      bind.function = fn;
+      if (is(b.node, "initializer_pair")) {
+        bind.target = designated_field(b.a);
+        bind.field = true;
+      } else if (is(b.a, "field_expression")) {
+        TSNode f = ts_node_child_by_field_name(b.a, "field", 5);
+        bind.target = ts_node_is_null(f) ? std::string() : std::string(text(f));
+        bind.field = true;
+      } else if (is(b.a, "identifier")) {
+        bind.target = std::string(text(b.a));
+      } else if (is(b.node, "init_declarator")) {
+        bind.target = declared_name(b.a);
+      }
+      if (bind.target.empty() || bind.target == fn) continue;
+      // a local that walks a table: for (p = table; ...; ++p) ... p->name
+      if (def >= 0 && !bind.field) row_vars_[def][bind.target] = fn;
+      out_.bindings.push_back(std::move(bind));
+    }
+    for (auto& r : ranges_) {
+      int def = enclosing(ts_node_start_byte(r.node), ts_node_end_byte(r.node));
+      std::string var = declared_name(r.a);
+      std::string table = stored_function(r.b);
+      if (def >= 0 && !var.empty() && !table.empty()) row_vars_[def][var] = table;
+    }
+  }
+
+  // The declarators of a field declaration or typedef (`int a, *b;`), in order: the named
+  // children other than the type, qualifiers, bit widths and comments.
+  std::vector<TSNode> declarators(TSNode decl) const {
+    std::vector<TSNode> out;
+    TSNode type = ts_node_child_by_field_name(decl, "type", 4);
+    uint32_t k = ts_node_named_child_count(decl);
+    for (uint32_t j = 0; j < k && out.size() < kMaxRowItems; ++j) {
+      TSNode c = ts_node_named_child(decl, j);
+      std::string_view t = ts_node_type(c);
+      if (ts_node_eq(c, type)) continue;
+      if (t == "field_identifier" || t == "type_identifier" || t == "identifier" ||
+          (t.size() > 10 && t.substr(t.size() - 10) == "declarator"))
+        out.push_back(c);
+    }
+    return out;
+  }
+
+  std::vector<std::string> typedef_names(TSNode td) const {
+    std::vector<std::string> out;
+    for (auto& d : declarators(td)) {
+      std::string n = declared_name(d);
+      if (!n.empty() && out.size() < 8) out.push_back(n);
+    }
+    return out;
+  }
+
+  // struct ops o = {1, f}: f is stored in the second field of struct ops, named across files.
+  void positional_bindings(const PairNode& b) {
+    if (!is(b.a, "identifier")) return;  // arrays are tables; pointers and the rest are not records
+    std::string record = type_name(ts_node_child_by_field_name(ts_node_parent(b.node), "type", 4));
+    if (record.empty()) return;
+    uint32_t n = ts_node_named_child_count(b.b);
+    for (uint32_t i = 0, pos = 0; i < n && i < kMaxRowItems; ++i) {
+      TSNode item = ts_node_named_child(b.b, i);
+      if (is(item, "comment")) continue;
+      if (is(item, "initializer_pair")) break;  // designated from here on: bound by their own match
+      std::string fn = stored_function(item);
+      if (!fn.empty()) {
+        Binding bind;
+        bind.field = true;
+        bind.record = record;
+        bind.position = static_cast<int>(pos);
+        bind.function = fn;
+        out_.bindings.push_back(std::move(bind));
+      }
+      ++pos;
     }
   }
 
@@ -623,6 +882,7 @@ class FileScanner {
       if (i > 0 && t[i - 1].text == "#") continue;
       Call call;
       call.callee = t[i].text;
+      call.member = i > 0 && (t[i - 1].text == "." || t[i - 1].text == ">");
       call.line = first_line + t[i].line;
       call.def = def;
       int depth = 0;
@@ -673,6 +933,20 @@ class FileScanner {
     } else {
       callee = last_component(callee_text);
     }
+    bool member = false;
+    if (lang_ != Lang::Python) {
+      // calls through pointers: (*fp)(x) is fp; p->get(x) and (*p->get)(x) are the field get
+      TSNode f = c.callee;
+      for (int guard = 0; guard < 4 && (is(f, "parenthesized_expression") || is(f, "pointer_expression")); ++guard)
+        f = is(f, "parenthesized_expression") ? ts_node_named_child(f, 0) : ts_node_child_by_field_name(f, "argument", 8);
+      if (is(f, "field_expression")) {
+        TSNode field = ts_node_child_by_field_name(f, "field", 5);
+        if (!ts_node_is_null(field)) callee = last_component(text(field));
+        member = true;
+      } else if (is(f, "identifier")) {
+        callee = std::string(text(f));
+      }
+    }
     if (callee.empty() || callee.size() > 80) return;
     uint32_t s = ts_node_start_byte(c.node), e = ts_node_end_byte(c.node);
     int def = enclosing(s, e);
@@ -681,6 +955,7 @@ class FileScanner {
     if (lang_ == Lang::Python) threading_call(callee_text, ln, def);
     Call call;
     call.callee = callee;
+    call.member = member;
     call.line = ln;
     call.def = def;
     uint32_t n = ts_node_is_null(c.args) ? 0 : ts_node_named_child_count(c.args);
@@ -781,7 +1056,7 @@ class FileScanner {
     // os.environ[X] = ... and del os.environ[X] write; += reads first
     TSNode parent = ts_node_parent(s.node);
     if (is(parent, "assignment") && ts_node_eq(ts_node_child_by_field_name(parent, "left", 4), s.node)) return;
-    if (is(parent, "delete_statement") || is(parent, "expression_list") && is(ts_node_parent(parent), "delete_statement"))
+    if (is(parent, "delete_statement") || (is(parent, "expression_list") && is(ts_node_parent(parent), "delete_statement")))
       return;
     Call call;
     call.callee = "os.environ[]";
@@ -937,10 +1212,12 @@ class FileScanner {
   FileCode out_;
   std::vector<CallNode> calls_;
   std::vector<FuncNode> funcs_, def_nodes_;
-  std::vector<PairNode> consts_, vars_, pragmas_, loops_, subscripts_, tables_;
+  std::vector<PairNode> consts_, vars_, pragmas_, loops_, subscripts_, tables_, binds_, records_, ranges_;
   std::vector<TSNode> compares_, qualified_;
   std::vector<Range> def_ranges_;
   std::vector<std::unordered_map<std::string, NameExpr>> locals_;
+  // per definition: a variable that stands for the rows of a table (range-for, p = table)
+  std::vector<std::unordered_map<std::string, std::string>> row_vars_;
   int last_qualified_line_ = -1;
 };
 

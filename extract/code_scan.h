@@ -18,12 +18,20 @@ const char* lang_name(Lang l);
 struct Piece {
   // Apply: a function-like macro applied to raw text, e.g. ITT_TO_STR(LIB_VAR_NAME); it is a
   // name when the macro stringizes its argument (decided across files).
-  enum Kind : uint8_t { Lit, Param, Ident, Stringize, Apply, Unknown };
+  // Field: one field of every row of a table, e.g. table[i].name or s.name in a loop over the
+  // table; text is the table, arg the field. Each row is a read, cited at the row.
+  enum Kind : uint8_t { Lit, Param, Ident, Stringize, Apply, Field, Unknown };
+  Piece(Kind k = Unknown, std::string t = {}, int p = -1, bool concat = false)
+      : kind(k), text(std::move(t)), param(p), in_concat(concat) {}
   Kind kind = Unknown;
   std::string text;  // Lit: the characters; Ident: the identifier; Unknown/Stringize: raw text
   int param = -1;    // Param / Stringize: index into the enclosing definition's parameters
   bool in_concat = false;  // Ident adjacent to string literals: a string macro (may be empty)
-  std::string arg;         // Apply: the raw argument text
+  std::string arg;         // Apply: the raw argument text; Field: the field name
+  // Apply of a name-building macro, e.g. LIB_ENV(env) with #define LIB_ENV(s) "LIB_" s:
+  // each argument's name expression and raw text, expanded through the macro's body.
+  std::vector<std::vector<Piece>> args;
+  std::vector<std::string> arg_texts;
 };
 using NameExpr = std::vector<Piece>;
 
@@ -34,6 +42,7 @@ struct Arg {
 
 struct Call {
   std::string callee;        // getenv, readenv_atoi, os.environ.get, os.environ[] ...
+  bool member = false;       // called through a struct field: p->get(x), s.get(x), (*p->get)(x)
   int line = 0;
   int def = -1;              // enclosing Definition in the same file, -1 at file scope
   std::vector<Arg> args;
@@ -50,6 +59,7 @@ struct Definition {
   std::string return_type;  // int | float | bool | string | unknown
   bool init_time = false;   // constructor attribute or an init-like name
   std::string body;         // macros: the replacement text, clipped
+  NameExpr name_body;       // macros whose body only builds a name ("LIB_" s, #x): that name
 };
 
 // A string constant (#define ENV "X", const char* X = "X"), an object-like macro's raw text
@@ -60,12 +70,49 @@ struct Constant {
   std::string raw;  // raw replacement text of an object-like macro
 };
 
+// A function stored in a pointer or a struct field, which indirect calls then reach:
+// fp = f; p->get = &f; {.get = f}; T (*fp)(const char*) = f; and {1, f} when the struct's
+// field order is known (field empty, position and record set).
+struct Binding {
+  std::string target;    // the pointer variable or the field name
+  bool field = false;
+  std::string record;    // positional initializer: the struct type; target is then empty
+  int position = -1;
+  std::string function;  // what is stored: a function, or another pointer
+};
+
+// A struct's fields in order, to name the items of positional initializers. Typedef names
+// are recorded as their own Record with `alias` set to the struct they name.
+struct Record {
+  std::string name;
+  std::vector<std::string> fields;
+  std::string alias;
+};
+
+// A file-scope array of records: each row's items, by designator or by position.
+struct Table {
+  struct Item {
+    std::string field;  // .field = value; empty when positional
+    NameExpr value;
+  };
+  struct Row {
+    int line = 0;
+    std::vector<Item> items;
+  };
+  std::string name;
+  std::string type;  // element type (struct tag or typedef name), may be empty
+  std::vector<Row> rows;
+};
+
 struct FileCode {
   std::string file;  // relative to the scanned root
   Lang lang = Lang::C;
   std::vector<Definition> defs;
   std::vector<Call> calls;
   std::vector<Constant> constants;
+  std::vector<Binding> bindings;
+  std::vector<Record> records;
+  std::vector<Table> tables;
   std::vector<ThreadingFact> threading;
 };
 

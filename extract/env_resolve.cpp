@@ -1,6 +1,9 @@
 // Cross-file wrapper analysis: a function or macro whose parameter reaches an env read is
 // itself an env reader. Iterates to a fixed point, then resolves every reader call to the
 // variable names it reads, through string constants, macro parameters and token pasting.
+// Calls through function pointers and struct fields reach the functions stored in them
+// (fp = f, p->get = f, {.get = f}, {1, f}), and a field of each row of a settings table read
+// in a loop (getenv(table[i].name)) is one read per row, cited at the row.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -20,6 +23,13 @@ struct Reader {
 };
 
 using Readers = std::unordered_map<std::string, Reader>;
+
+// How many pointer-to-pointer hops an indirect call follows to reach a stored function
+// (fp2 = fp1; fp1 = f: two hops). Stored functions that are wrappers themselves are found by
+// the fixed point, not by this bound.
+constexpr int kMaxIndirection = 4;
+// Typedef chains followed to find a struct's fields (typedef a b; typedef b c; ...).
+constexpr int kMaxAliases = 4;
 
 Readers base_readers() {
   Readers r;
@@ -48,19 +58,34 @@ Readers base_readers() {
   return r;
 }
 
-bool has_param(const NameExpr& e) {
+bool has_param(const NameExpr& e, int depth = 0) {
   // Apply pieces over a parameter are resolved at the caller, like Param
   for (auto& p : e) if (p.kind == Piece::Apply && p.param >= 0) return true;
   for (auto& p : e) if (p.kind == Piece::Param || p.kind == Piece::Stringize) return true;
+  if (depth < 8)
+    for (auto& p : e)
+      for (auto& a : p.args)
+        if (has_param(a, depth + 1)) return true;
   return false;
 }
 
 // R's name expression with R's parameters replaced by the call's arguments (which are in
 // the caller's terms). Stringize of an argument yields its raw text.
-NameExpr substitute(const NameExpr& name, const Call& call) {
+NameExpr substitute(const NameExpr& name, const Call& call, int depth = 0) {
   NameExpr out;
   for (auto& p : name) {
-    if (p.kind == Piece::Param) {
+    if (p.kind == Piece::Apply && !p.args.empty()) {
+      // the arguments of a name-building macro are in the same terms as the name
+      if (depth >= 8) return {{Piece::Unknown, "nested too deep"}};
+      Piece q = p;
+      for (auto& a : q.args) a = substitute(a, call, depth + 1);
+      for (size_t i = 0; i < q.args.size() && i < q.arg_texts.size(); ++i)
+        if (p.args[i].size() == 1 && p.args[i][0].kind == Piece::Param && p.args[i][0].param >= 0 &&
+            p.args[i][0].param < static_cast<int>(call.args.size()))
+          q.arg_texts[i] = call.args[p.args[i][0].param].text;
+      if (q.arg_texts.size() == 1) q.arg = q.arg_texts[0];
+      out.push_back(std::move(q));
+    } else if (p.kind == Piece::Param) {
       if (p.param < 0 || p.param >= static_cast<int>(call.args.size())) return {{Piece::Unknown, "missing argument"}};
       auto& a = call.args[p.param].expr;
       out.insert(out.end(), a.begin(), a.end());
@@ -99,6 +124,25 @@ class Resolver {
         if (!c.value.empty()) constants_[c.name].push_back(c.value);
         if (!c.raw.empty()) raw_macros_[c.name].push_back(c.raw);
       }
+    for (auto& f : files)
+      for (auto& r : f.records) records_.emplace(r.name, &r);  // the first definition wins
+    for (auto& f : files)
+      for (auto& d : f.defs)
+        if (d.macro && !d.name_body.empty()) builders_.emplace(d.name, d.name_body);
+    for (auto& f : files)
+      for (auto& t : f.tables) tables_[t.name].push_back({&f, &t});
+    for (auto& f : files)
+      for (auto& b : f.bindings) {
+        std::string key = b.field ? "." + b.target : b.target;
+        if (!b.record.empty()) {
+          const Record* r = record(b.record);
+          if (!r || b.position < 0 || b.position >= static_cast<int>(r->fields.size())) continue;
+          key = "." + r->fields[b.position];
+        }
+        auto& fns = bindings_[key];
+        if (key.size() > 1 && fns.size() < 64 && std::find(fns.begin(), fns.end(), b.function) == fns.end())
+          fns.push_back(b.function);
+      }
     find_stringifiers();
   }
 
@@ -127,35 +171,111 @@ class Resolver {
       for (auto& f : files_) {
         for (auto& c : f.calls) {
           if (c.def < 0) continue;
-          auto it = readers_.find(c.callee);
-          if (it == readers_.end()) continue;
           const Definition& d = f.defs[c.def];
           if (d.params.empty()) continue;
           auto existing = readers_.find(d.name);
           if (existing != readers_.end() && (existing->second.base || has_param(existing->second.name))) continue;
-          NameExpr name = substitute(it->second.name, c);
-          if (!has_param(name)) continue;
-          Reader r;
-          r.name = std::move(name);
-          r.via = it->second.via;
-          r.type = d.macro || d.return_type == "unknown" || d.return_type.empty() ? it->second.type : d.return_type;
-          if (d.return_type == "string" && it->second.type != "string") r.type = it->second.type;
-          if (!c.type_hint.empty() && (d.macro || r.type == "string")) r.type = c.type_hint;
-          int di = it->second.default_index;
-          if (di >= 0 && di < static_cast<int>(c.args.size()) && c.args[di].expr.size() == 1 &&
-              c.args[di].expr[0].kind == Piece::Param)
-            r.default_index = c.args[di].expr[0].param;
-          if (r.default_index < 0)
-            for (size_t i = 0; i < d.params.size(); ++i) {
-              std::string p = d.params[i];
-              std::transform(p.begin(), p.end(), p.begin(), ::tolower);
-              if (p.find("def") != std::string::npos || p.find("fallback") != std::string::npos) r.default_index = static_cast<int>(i);
+          std::vector<std::string> reached;
+          readers_of(c, reached);
+          for (auto& callee : reached)
+            if (callee != d.name && promote(d, c, readers_.at(callee))) {  // not a pointer to its own caller
+              changed = true;
+              break;
             }
-          readers_[d.name] = std::move(r);
-          changed = true;
         }
       }
     }
+  }
+
+  // `d` passes a parameter into the name that `callee` reads: d becomes a reader.
+  bool promote(const Definition& d, const Call& c, const Reader& callee) {
+    NameExpr name = substitute(callee.name, c);
+    if (!has_param(name) || !expandable(name)) return false;
+    Reader r;
+    r.name = std::move(name);
+    r.via = callee.via;
+    r.type = d.macro || d.return_type == "unknown" || d.return_type.empty() ? callee.type : d.return_type;
+    if (d.return_type == "string" && callee.type != "string") r.type = callee.type;
+    if (!c.type_hint.empty() && (d.macro || r.type == "string")) r.type = c.type_hint;
+    int di = callee.default_index;
+    if (di >= 0 && di < static_cast<int>(c.args.size()) && c.args[di].expr.size() == 1 &&
+        c.args[di].expr[0].kind == Piece::Param)
+      r.default_index = c.args[di].expr[0].param;
+    if (r.default_index < 0)
+      for (size_t i = 0; i < d.params.size(); ++i) {
+        std::string p = d.params[i];
+        std::transform(p.begin(), p.end(), p.begin(), ::tolower);
+        if (p.find("def") != std::string::npos || p.find("fallback") != std::string::npos) r.default_index = static_cast<int>(i);
+      }
+    readers_[d.name] = std::move(r);
+    return true;
+  }
+
+  // A parameter passed through a call that is not a name-building or stringizing macro
+  // (getenv(make_name(buf, n))) is computed at run time: the caller is not a reader.
+  bool expandable(const NameExpr& e) const {
+    for (auto& p : e)
+      if (p.kind == Piece::Apply && !builders_.count(p.text) && !stringifiers_.count(p.text) &&
+          std::any_of(p.args.begin(), p.args.end(), [](const NameExpr& a) { return has_param(a); }))
+        return false;
+    return true;
+  }
+
+  // The readers a call reaches: its callee by name or, for a call through a pointer or a
+  // struct field, the functions stored in it, following pointers copied from pointers for at
+  // most kMaxIndirection hops.
+  void readers_of(const Call& c, std::vector<std::string>& out) const {
+    if (readers_.count(c.callee)) {
+      out.push_back(c.callee);
+      return;
+    }
+    std::vector<std::string> frontier{(c.member ? "." : "") + c.callee};
+    std::set<std::string> seen;
+    for (int hop = 0; hop < kMaxIndirection && !frontier.empty(); ++hop) {
+      std::vector<std::string> next;
+      for (auto& key : frontier) {
+        if (!seen.insert(key).second) continue;
+        auto b = bindings_.find(key);
+        if (b == bindings_.end()) continue;
+        for (auto& fn : b->second) {
+          if (readers_.count(fn)) {
+            if (std::find(out.begin(), out.end(), fn) == out.end()) out.push_back(fn);
+          } else if (next.size() < 64) {
+            next.push_back(fn);  // a pointer or field copied from another
+          }
+        }
+      }
+      frontier = std::move(next);
+    }
+  }
+
+  const Record* record(const std::string& name) const {
+    std::string n = name;
+    for (int hop = 0; hop <= kMaxAliases; ++hop) {
+      auto it = records_.find(n);
+      if (it == records_.end()) return nullptr;
+      if (it->second->alias.empty()) return it->second;
+      n = it->second->alias;
+    }
+    return nullptr;
+  }
+
+  // The value of `field` in one table row: designated, or by position in the row type's
+  // fields; with the type unknown, the row's first string (the usual name-first layout).
+  static const NameExpr* row_value(const Table::Row& row, const std::string& field, const Record* rec) {
+    for (auto& it : row.items)
+      if (it.field == field) return &it.value;
+    if (rec) {
+      auto pos = std::find(rec->fields.begin(), rec->fields.end(), field);
+      if (pos == rec->fields.end()) return nullptr;
+      size_t idx = static_cast<size_t>(pos - rec->fields.begin());
+      if (idx < row.items.size() && row.items[idx].field.empty()) return &row.items[idx].value;
+      return nullptr;
+    }
+    if (!row.items.empty() && row.items[0].field.empty() && !row.items[0].value.empty() &&
+        row.items[0].value[0].kind == Piece::Lit)
+      return &row.items[0].value;
+    return nullptr;
   }
 
   // Macros that turn their argument into a string: #define S(x) #x, #define T(x) S(x).
@@ -215,6 +335,19 @@ class Resolver {
           break;
         }
         case Piece::Apply: {
+          auto builder = builders_.find(p.text);
+          if (!stringifiers_.count(p.text) && builder != builders_.end()) {
+            // LIB_ENV("X") with #define LIB_ENV(s) "LIB_" s: the body with the arguments in
+            Call args;
+            for (size_t i = 0; i < p.args.size(); ++i)
+              args.args.push_back({p.args[i], i < p.arg_texts.size() ? p.arg_texts[i] : std::string()});
+            NameExpr body = substitute(builder->second, args);
+            if (has_param(body)) return false;
+            std::vector<std::string> sub;
+            if (!evaluate(body, sub, depth + 1)) return false;
+            extend(sub);
+            break;
+          }
           if (!stringifiers_.count(p.text)) return false;
           auto it = raw_macros_.find(p.arg);
           extend(it != raw_macros_.end() ? it->second : std::vector<std::string>{p.arg});
@@ -227,29 +360,64 @@ class Resolver {
   }
 
   void resolve_call(const FileCode& f, const Call& c, std::vector<EnvRead>& out) {
-    auto it = readers_.find(c.callee);
-    if (it == readers_.end()) return;
-    const Reader& r = it->second;
     if (c.def >= 0 && f.defs[c.def].name == c.callee) return;  // a reader's own recursion or a stub
-    NameExpr name = substitute(r.name, c);
-    if (has_param(name)) return;  // inside a wrapper: its callers are resolved instead
-    std::vector<std::string> values;
-    if (!evaluate(name, values)) {
-      ++unresolved_;
-      if (first_unresolved_.empty()) first_unresolved_ = f.file + ":" + std::to_string(c.line) + " " + c.callee;
-      return;
+    std::vector<std::string> reached;
+    readers_of(c, reached);
+    for (auto& callee : reached) {
+      if (c.def >= 0 && f.defs[c.def].name == callee) continue;  // a pointer that holds its caller
+      const Reader& r = readers_.at(callee);
+      NameExpr name = substitute(r.name, c);
+      if (has_param(name)) continue;  // inside a wrapper: its callers are resolved instead
+      auto field = std::find_if(name.begin(), name.end(), [](const Piece& p) { return p.kind == Piece::Field; });
+      if (field != name.end()) {
+        if (!resolve_rows(f, c, r, name, static_cast<size_t>(field - name.begin()), out)) unresolved(f, c);
+        continue;
+      }
+      std::vector<std::string> values;
+      if (!evaluate(name, values)) {
+        unresolved(f, c);
+        continue;
+      }
+      std::sort(values.begin(), values.end());
+      values.erase(std::unique(values.begin(), values.end()), values.end());
+      for (auto& v : values) add_read(f, c, r, strip_quotes(v), out);
     }
-    std::sort(values.begin(), values.end());
-    values.erase(std::unique(values.begin(), values.end()), values.end());
-    for (auto& v : values) add_read(f, c, r, strip_quotes(v), out);
   }
 
-  void add_read(const FileCode& f, const Call& c, const Reader& r, const std::string& value, std::vector<EnvRead>& out) {
+  void unresolved(const FileCode& f, const Call& c) {
+    ++unresolved_;
+    if (first_unresolved_.empty()) first_unresolved_ = f.file + ":" + std::to_string(c.line) + " " + c.callee;
+  }
+
+  // getenv(table[i].name): one read per row of every table of that name, cited at the row.
+  bool resolve_rows(const FileCode& f, const Call& c, const Reader& r, const NameExpr& name, size_t at,
+                    std::vector<EnvRead>& out) {
+    auto t = tables_.find(name[at].text);
+    if (t == tables_.end()) return false;
+    size_t before = out.size();
+    for (auto& [file, table] : t->second) {
+      const Record* rec = table->type.empty() ? nullptr : record(table->type);
+      for (auto& row : table->rows) {
+        const NameExpr* value = row_value(row, name[at].arg, rec);
+        if (!value) continue;
+        NameExpr one(name.begin(), name.begin() + at);
+        one.insert(one.end(), value->begin(), value->end());
+        one.insert(one.end(), name.begin() + at + 1, name.end());
+        std::vector<std::string> values;
+        if (!evaluate(one, values)) continue;
+        for (auto& v : values) add_read(f, c, r, strip_quotes(v), out, file->file, row.line);
+      }
+    }
+    return out.size() > before;
+  }
+
+  void add_read(const FileCode& f, const Call& c, const Reader& r, const std::string& value, std::vector<EnvRead>& out,
+                const std::string& at_file = {}, int at_line = 0) {
     if (!valid_env_name(value)) return;
     EnvRead e;
     e.name = value;
-    e.file = f.file;
-    e.line = c.line;
+    e.file = at_file.empty() ? f.file : at_file;
+    e.line = at_line ? at_line : c.line;
     e.function = c.def >= 0 ? f.defs[c.def].name : "";
     e.language = lang_name(f.lang);
     e.via = c.callee;
@@ -268,6 +436,10 @@ class Resolver {
   std::unordered_map<std::string, std::vector<NameExpr>> constants_;
   std::unordered_map<std::string, std::vector<std::string>> raw_macros_;
   std::set<std::string> stringifiers_;
+  std::unordered_map<std::string, const Record*> records_;
+  std::unordered_map<std::string, NameExpr> builders_;  // macros that build a name: "LIB_" s
+  std::unordered_map<std::string, std::vector<std::pair<const FileCode*, const Table*>>> tables_;
+  std::unordered_map<std::string, std::vector<std::string>> bindings_;  // .field or pointer -> functions
   size_t unresolved_ = 0;
   std::string first_unresolved_;
 };

@@ -15,10 +15,14 @@
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "extract/code_scan.h"
 #include "extract/scanners.h"
+#include "extract/scope.h"
 #include "extract/walk.h"
 
 namespace syspilot::extract {
@@ -27,6 +31,11 @@ namespace {
 // Source files larger than this are generated (tables, amalgamations): not parsed.
 constexpr uint64_t kMaxCodeBytes = 8u << 20;
 constexpr uint64_t kMaxDocBytes = 16u << 20;
+// Build files read for scopes: at most this many, each clipped to this size.
+constexpr size_t kMaxBuildFiles = 4096;
+constexpr uint64_t kMaxBuildFileBytes = 1u << 20;
+
+const char* const kScopes[] = {"library", "tool", "test", "example", "bench", "build"};
 
 struct FileResult {
   code::FileCode code;
@@ -159,9 +168,73 @@ std::string guess_library(const std::string& path) {
   return name;
 }
 
+// Scope of every fact, by the file it cites; then only the selected scopes are kept.
+void assign_scopes(Facts& facts, const std::vector<walk::Entry>& entries,
+                   const std::vector<code::FileCode>& code_files, const std::vector<std::string>& keep) {
+  scope::BuildMap build;
+  size_t read = 0;
+  for (auto& e : entries) {
+    if (!scope::is_build_file(e.rel) || read >= kMaxBuildFiles) continue;
+    std::string text, err;
+    if (!read_file(e.path, kMaxBuildFileBytes, text, err)) continue;  // the scan reported it if it mattered
+    ++read;
+    build.add(e.rel, text);
+  }
+  std::unordered_set<std::string> programs;  // files that define main()
+  for (auto& f : code_files)
+    if (f.lang != code::Lang::Python)
+      for (auto& d : f.defs)
+        if (!d.macro && d.name == "main") programs.insert(f.file);
+  std::unordered_map<std::string, std::string> cache;
+  auto scope_of = [&](const std::string& file) -> const std::string& {
+    auto it = cache.find(file);
+    if (it == cache.end()) it = cache.emplace(file, build.scope_of(file, programs.count(file) > 0)).first;
+    return it->second;
+  };
+  auto apply = [&](auto& facts_of_kind) {
+    for (auto& x : facts_of_kind) x.scope = scope_of(x.file);
+  };
+  apply(facts.env_vars);
+  apply(facts.api_controls);
+  apply(facts.threading);
+  apply(facts.doc_mentions);
+  keep_scopes(facts, keep);
+}
+
 }  // namespace
 
+void keep_scopes(Facts& facts, const std::vector<std::string>& keep) {
+  auto selected = [&](const std::string& s) { return std::find(keep.begin(), keep.end(), s) != keep.end(); };
+  auto apply = [&](auto& facts_of_kind) {
+    facts_of_kind.erase(std::remove_if(facts_of_kind.begin(), facts_of_kind.end(),
+                                       [&](const auto& x) { return !selected(x.scope); }),
+                        facts_of_kind.end());
+  };
+  apply(facts.env_vars);
+  apply(facts.api_controls);
+  apply(facts.threading);
+  apply(facts.doc_mentions);
+}
+
+std::vector<std::string> scopes(const std::string& spec) {
+  std::vector<std::string> out;
+  if (spec == "all") return {std::begin(kScopes), std::end(kScopes)};
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t comma = spec.find(',', start);
+    if (comma == std::string::npos) comma = spec.size();
+    std::string word = spec.substr(start, comma - start);
+    if (std::find(std::begin(kScopes), std::end(kScopes), word) == std::end(kScopes))
+      throw std::invalid_argument("unknown scope '" + word +
+                                  "': use all, or a comma list of library, tool, test, example, bench, build");
+    out.push_back(word);
+    start = comma + 1;
+  }
+  return out;
+}
+
 Facts extract(const ExtractOptions& opt) {
+  const std::vector<std::string> keep = scopes(opt.scope);
   Facts facts;
   facts.roots = opt.paths;
   facts.library = !opt.library.empty() ? opt.library : opt.paths.empty() ? "" : guess_library(opt.paths[0]);
@@ -235,6 +308,7 @@ Facts extract(const ExtractOptions& opt) {
         public_headers.emplace_back(entries[i].path, entries[i].rel);
     facts.api_controls = api::scan_headers(public_headers, opt.include_dirs, facts.diagnostics);
   }
+  assign_scopes(facts, entries, code_files, keep);
   if (opt.stats) {
     auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
     opt.stats->walk_scan_s = secs(t0, t1);

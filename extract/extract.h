@@ -19,6 +19,10 @@ struct ExtractStats {
   size_t files_listed = 0;
 };
 
+// Bumped whenever the same tree may yield different facts (new patterns, scopes): what caches
+// facts or skips unchanged inputs keys on it with the source.
+constexpr int kExtractorRevision = 2;
+
 struct ExtractOptions {
   std::vector<std::string> paths;         // directories or single files (sources, docs, .so)
   std::string library;                    // empty: guessed from the first path's folder name
@@ -27,11 +31,24 @@ struct ExtractOptions {
   bool progress = false;                  // progress lines on stderr for large trees
   size_t max_file_bytes = 256u << 20;     // larger files are skipped with a diagnostic
   bool api_controls = true;               // libclang pass over public headers (the slowest part)
+  // Facts kept, by scope (facts.h): "library" (what a contract may claim), "all", or a comma
+  // list such as "library,tool". Every file is still analysed: wrappers defined in tests or
+  // tables in tools are followed either way. An unknown scope throws std::invalid_argument.
+  std::string scope = "library";
   ExtractStats* stats = nullptr;          // filled when not null
 };
 
 // Never throws for bad input: unreadable or odd files become diagnostics inside the Facts.
+// Throws std::invalid_argument for an unknown options.scope (see scopes()).
 Facts extract(const ExtractOptions& options);
+
+// The scopes a --scope value selects: "all", or a comma list of library, tool, test,
+// example, bench, build. Throws std::invalid_argument naming the bad word and the good ones.
+std::vector<std::string> scopes(const std::string& spec);
+
+// Drops the facts whose scope is not in `keep` (a facts file written with --scope all, read
+// back by synth, which may only ground a contract in library facts).
+void keep_scopes(Facts& facts, const std::vector<std::string>& keep);
 
 // Single-artifact entry points, used by extract() and useful on their own.
 BinaryFacts scan_binary(const std::string& path, Diagnostics& diags);  // ELF shared object

@@ -9,6 +9,11 @@
 
 namespace syspilot::extract {
 
+// Where the code or text that states a fact is built into: library | tool | test | example |
+// bench | build. From the build files where they list the library's sources, from paths
+// otherwise (tests/, tools/, examples/, bench*/, cmake/ ...). Readers of facts that carry
+// no scope (older documents) take them as library facts.
+
 // An environment variable read in code: getenv, secure_getenv, os.environ, or a wrapper.
 struct EnvRead {
   std::string name;           // OPENBLAS_NUM_THREADS
@@ -19,6 +24,7 @@ struct EnvRead {
   std::string default_value;  // fallback visible in code, empty if none
   std::string via;            // getenv | secure_getenv | os.environ | <wrapper name> | <macro name>
   std::string language;       // c | cpp | python
+  std::string scope = "library";
 };
 
 // A public API declaration that controls resources.
@@ -29,6 +35,7 @@ struct ApiControl {
   std::string file;
   int line = 0;
   std::string doc;            // doc comment text, trimmed
+  std::string scope = "library";
 };
 
 // Threading and resource behaviour seen in code.
@@ -39,6 +46,7 @@ struct ThreadingFact {
   int line = 0;
   std::string function;  // enclosing function
   bool init_time = false;  // reached from library initialisation (constructor, *_init, pool start)
+  std::string scope = "library";
 };
 
 // A knob named in documentation, with the sentence that names it.
@@ -48,6 +56,7 @@ struct DocMention {
   std::string file;
   int line = 0;
   std::string format;  // markdown | rst | man | texinfo | html | text
+  std::string scope = "library";
 };
 
 // What a shared object without source shows.

@@ -23,6 +23,11 @@ T field(const json& j, const char* key, T fallback) {
 }
 
 std::string str(const json& j, const char* key) { return field<std::string>(j, key, ""); }
+// Facts written before scopes existed are library facts.
+std::string scope_of(const json& j) {
+  std::string s = field<std::string>(j, "scope", "library");
+  return s.empty() ? "library" : s;
+}
 int num(const json& j, const char* key) { return field<int>(j, key, 0); }
 
 const json& array_at(const json& j, const char* key) {
@@ -59,21 +64,21 @@ json to_json(const Facts& f) {
     j["env_vars"].push_back({{"name", e.name}, {"file", e.file}, {"line", e.line},
                              {"function", e.function}, {"type", e.type},
                              {"default", e.default_value}, {"via", e.via},
-                             {"language", e.language}});
+                             {"language", e.language}, {"scope", e.scope}});
   j["api_controls"] = json::array();
   for (auto& a : f.api_controls)
     j["api_controls"].push_back({{"name", a.name}, {"signature", a.signature},
                                  {"category", a.category}, {"file", a.file}, {"line", a.line},
-                                 {"doc", a.doc}});
+                                 {"doc", a.doc}, {"scope", a.scope}});
   j["threading"] = json::array();
   for (auto& t : f.threading)
     j["threading"].push_back({{"kind", t.kind}, {"detail", t.detail}, {"file", t.file},
                               {"line", t.line}, {"function", t.function},
-                              {"init_time", t.init_time}});
+                              {"init_time", t.init_time}, {"scope", t.scope}});
   j["doc_mentions"] = json::array();
   for (auto& d : f.doc_mentions)
     j["doc_mentions"].push_back({{"name", d.name}, {"sentence", d.sentence}, {"file", d.file},
-                                 {"line", d.line}, {"format", d.format}});
+                                 {"line", d.line}, {"format", d.format}, {"scope", d.scope}});
   j["binaries"] = json::array();
   for (auto& b : f.binaries)
     j["binaries"].push_back({{"path", b.path}, {"soname", b.soname}, {"needed", b.needed},
@@ -101,6 +106,7 @@ Facts facts_from_json(const json& j) {
     r.file = str(e, "file"); r.line = num(e, "line"); r.function = str(e, "function");
     r.type = str(e, "type"); r.default_value = str(e, "default"); r.via = str(e, "via");
     r.language = str(e, "language");
+    r.scope = scope_of(e);
     f.env_vars.push_back(std::move(r));
   }
   for (auto& raw : array_at(j, "api_controls")) {
@@ -110,6 +116,7 @@ Facts facts_from_json(const json& j) {
     if (a.name.empty()) throw std::runtime_error("facts: an api_controls item has no 'name'");
     a.signature = str(e, "signature"); a.category = str(e, "category"); a.file = str(e, "file");
     a.line = num(e, "line"); a.doc = str(e, "doc");
+    a.scope = scope_of(e);
     f.api_controls.push_back(std::move(a));
   }
   for (auto& raw : array_at(j, "threading")) {
@@ -118,6 +125,7 @@ Facts facts_from_json(const json& j) {
     t.kind = str(e, "kind"); t.detail = str(e, "detail"); t.file = str(e, "file");
     t.line = num(e, "line"); t.function = str(e, "function");
     t.init_time = field<bool>(e, "init_time", false);
+    t.scope = scope_of(e);
     f.threading.push_back(std::move(t));
   }
   for (auto& raw : array_at(j, "doc_mentions")) {
@@ -125,6 +133,7 @@ Facts facts_from_json(const json& j) {
     DocMention d;
     d.name = str(e, "name"); d.sentence = str(e, "sentence"); d.file = str(e, "file");
     d.line = num(e, "line"); d.format = str(e, "format");
+    d.scope = scope_of(e);
     f.doc_mentions.push_back(std::move(d));
   }
   auto read_binary = [](const json& e) {

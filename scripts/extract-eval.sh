@@ -32,7 +32,7 @@ for p in $pairs; do
   fi
   want=$(mktemp); got=$(mktemp); grepped=$(mktemp); log=$(mktemp)
   awk '/^\[env\]/{s=1;next} /^\[/{s=0} s && $1 !~ /^#/ && NF {print $1}' "$exp" | sort -u > "$want"
-  "$bin" extract "$dir" --lib "$name" --json --expected "$exp" > "$log.json" 2> "$log"
+  "$bin" extract "$dir" --lib "$name" --scope all --json --expected "$exp" > "$log.json" 2> "$log"
   python3 -c "import json,sys; [print(e['name']) for e in json.load(open(sys.argv[1]))['env_vars']]" "$log.json" | sort -u > "$got"
   # what a plain grep shows: quoted names on lines that call getenv
   (cd "$dir" && grep -rn getenv --exclude-dir=.pc . 2>/dev/null) | grep -oE "getenv *\( *\"[A-Za-z_][A-Za-z0-9_]*\"" \

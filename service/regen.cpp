@@ -443,11 +443,14 @@ ReleaseOutcome build_release(store::Store& st, const SourcePolicy& policy, const
   if (!fetch_source(req.source, policy, src, o.diags, cancelled, [&](const std::string& l) { say("fetch", 0.1, l); }))
     return finish(is_cancelled() ? "cancelled" : "failed");
   o.source = src.describe;
-  // The input is the source and the overlays: a changed overlay rebuilds the contract (the
-  // facts, which depend on the source alone, are reused).
-  o.input_digest = src.digest;
+  // The input is the source, the extractor's revision and the overlays: a changed overlay
+  // rebuilds the contract (the facts, which depend on the source and the extractor alone, are
+  // reused); a new extractor extracts again.
+  const std::string facts_key =
+      store::sha256_hex(src.digest + "\nextractor " + std::to_string(extract::kExtractorRevision));
+  o.input_digest = facts_key;
   if (!req.overlays.empty()) {
-    std::string all = src.digest;
+    std::string all = facts_key;
     for (const auto& ov : req.overlays) {
       std::ifstream in(ov, std::ios::binary);
       std::stringstream bytes;
@@ -483,7 +486,7 @@ ReleaseOutcome build_release(store::Store& st, const SourcePolicy& policy, const
 
   extract::Facts facts;
   bool have_facts = false;
-  if (auto fd = db.query_text("SELECT facts_digest FROM service_facts_cache WHERE input_digest = ?1", src.digest)) {
+  if (auto fd = db.query_text("SELECT facts_digest FROM service_facts_cache WHERE input_digest = ?1", facts_key)) {
     if (auto fj = st.get_facts(*fd)) {
       try {
         facts = extract::facts_from_json(json::parse(*fj));
@@ -506,7 +509,7 @@ ReleaseOutcome build_release(store::Store& st, const SourcePolicy& policy, const
     facts = extract::extract(eo);
     std::string facts_digest = st.put_facts(extract::to_json(facts).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     db.prepare("INSERT OR REPLACE INTO service_facts_cache(input_digest, facts_digest) VALUES (?1, ?2)")
-        .bind_all(src.digest, facts_digest)
+        .bind_all(facts_key, facts_digest)
         .run();
     say("extract", 0.4,
         "extracted " + std::to_string(facts.env_vars.size()) + " env reads, " +

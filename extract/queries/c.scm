@@ -26,3 +26,13 @@
 
 ; constant tables: static struct { const char* env_var; ... } group_alias[] = {{"KMP_FOR_TPROFILE", ...}, ...}
 (init_declarator declarator: (array_declarator) @table.declarator value: (initializer_list) @table.value) @table
+
+; functions stored in pointers and struct fields, which indirect calls reach: fp = f;
+; p->get = &f; {.get = f}; T (*fp)(const char*) = f; {1, f} (positional, by the struct's fields)
+(assignment_expression left: (_) @bind.target right: (_) @bind.value) @bind
+(initializer_pair designator: (_) @bind.target value: (_) @bind.value) @bind
+(init_declarator declarator: (_) @bind.target value: [(identifier) (pointer_expression) (cast_expression) (initializer_list)] @bind.value) @bind
+
+; struct fields in order (positional initializers of tables and plugin structs), and typedefs
+(struct_specifier body: (field_declaration_list) @record.body) @record
+(type_definition type: (_) @typedef.type) @typedef

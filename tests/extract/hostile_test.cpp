@@ -14,28 +14,14 @@
 #include <set>
 
 #include "extract/extract.h"
+#include "tests/extract/temp_tree.h"
 
 namespace fs = std::filesystem;
 using namespace syspilot::extract;
 
 namespace {
 
-struct TempTree {
-  fs::path root;
-  TempTree() {
-    char tmpl[] = "/tmp/extract-hostile-XXXXXX";
-    root = mkdtemp(tmpl);
-  }
-  ~TempTree() {
-    std::error_code ec;
-    fs::permissions(root / "locked", fs::perms::owner_all, ec);
-    fs::remove_all(root, ec);
-  }
-  void write(const std::string& rel, const std::string& content) {
-    fs::create_directories((root / rel).parent_path());
-    std::ofstream(root / rel, std::ios::binary) << content;
-  }
-};
+using syspilot::extract::testing::TempTree;
 
 bool has_code(const Facts& f, const std::string& code) {
   for (auto& d : f.diagnostics.items())

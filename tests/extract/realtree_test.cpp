@@ -21,6 +21,7 @@ void check_tree(const std::string& dir, const std::string& expected) {
   o.paths = {tree.string()};
   o.threads = 2;
   o.api_controls = want.has_api;
+  o.scope = "all";  // the expected lists cover all code in the tree: library, tools, tests
   Facts f = extract(o);
   Score env = score(want.env, env_names(f));
   ::testing::Test::RecordProperty("env", env.str());

@@ -1,0 +1,513 @@
+// Scope of facts: which sources make the library, from CMake (add_library, add_executable,
+// target_sources, set/list variables, add_test), meson (library(), executable(), test(),
+// files() variables) and Makefiles (library object lists, lib*.a rules); paths decide the rest.
+// Build files are hostile text like any source: every loop, expansion and list is bounded.
+#include "extract/scope.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <set>
+#include <vector>
+
+namespace syspilot::extract::scope {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr size_t kMaxArgs = 20000;       // words of one command or variable after expansion
+constexpr int kMaxExpansionDepth = 4;    // ${A} holding ${B} holding ...
+constexpr size_t kMaxVariables = 10000;  // distinct variables of one build file
+constexpr size_t kMaxWords = 1000000;    // words one build file may produce in all, expansions included
+constexpr size_t kMaxWordBytes = 4096;   // a longer word (flags grown by set(X "${X} ...")) is dropped
+
+std::string lower(std::string_view s) {
+  std::string o(s);
+  for (auto& c : o) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return o;
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool is_source(std::string_view path) {
+  std::string ext = lower(fs::path(path).extension().string());
+  static const char* exts[] = {".c", ".h", ".cc", ".cpp", ".cxx", ".c++", ".hpp", ".hh", ".hxx",
+                               ".ipp", ".inl", ".cu", ".cuh", ".s", ".asm", ".py", ".in"};
+  for (auto* e : exts)
+    if (ext == e) return true;
+  return false;
+}
+
+bool is_object(std::string_view word) {
+  return ends_with(word, ".o") || ends_with(word, ".lo") || ends_with(word, ".obj");
+}
+
+// The words of a target's name: split at non-alphanumerics and at lower-to-upper case
+// changes (pool_test, PoolTest, test-pool, bench2 all hold a word of their own).
+std::vector<std::string> name_words(const std::string& name) {
+  std::vector<std::string> words;
+  std::string cur;
+  for (size_t i = 0; i < name.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(name[i]);
+    bool boundary = !std::isalnum(c) ||
+                    (std::isupper(c) && i > 0 && std::islower(static_cast<unsigned char>(name[i - 1])));
+    if (boundary && !cur.empty()) words.push_back(lower(cur)), cur.clear();
+    if (std::isalnum(c)) cur += static_cast<char>(c);
+  }
+  if (!cur.empty()) words.push_back(lower(cur));
+  return words;
+}
+
+// `word` is `stem`, its plural or gerund, or `stem` followed by digits (test2); for tests also
+// a compound ending in it (unittest, gtest). Whole words only: samplerate is not a sample,
+// fastest not a test.
+bool is_word(const std::string& word, const std::string& stem) {
+  if (word == stem || word == stem + "s" || word == stem + "es" || word == stem + "ing") return true;
+  if (word.size() > stem.size() && word.compare(0, stem.size(), stem) == 0 &&
+      std::all_of(word.begin() + stem.size(), word.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+    return true;
+  if (stem == "test")
+    for (const char* compound : {"unittest", "unittests", "gtest", "ctest", "selftest", "selftests"})
+      if (word == compound) return true;
+  return false;
+}
+
+// What a target's name says it is: test, bench, example, or empty.
+std::string by_target_name(const std::string& name) {
+  auto words = name_words(name);
+  auto has = [&](const char* stem) {
+    return std::any_of(words.begin(), words.end(), [&](const std::string& w) { return is_word(w, stem); });
+  };
+  if (has("test") || has("check")) return "test";
+  if (has("bench") || has("benchmark")) return "bench";
+  for (const char* w : {"example", "demo", "sample", "tutorial"})
+    if (has(w)) return "example";
+  return {};
+}
+
+// `path` as written in the build file in folder `dir`, relative to the root; empty when it
+// is generated, absolute or leaves the root.
+std::string resolve(const std::string& dir, std::string path) {
+  for (const char* var : {"${CMAKE_CURRENT_SOURCE_DIR}/", "${CMAKE_CURRENT_LIST_DIR}/", "@srcdir@/", "$(srcdir)/",
+                          "$(top_srcdir)/", "${PROJECT_SOURCE_DIR}/", "${CMAKE_SOURCE_DIR}/"}) {
+    if (path.rfind(var, 0) == 0) {
+      bool top = std::string_view(var).find("top") != std::string_view::npos ||
+                 std::string_view(var).find("PROJECT") != std::string_view::npos ||
+                 std::string_view(var).find("CMAKE_SOURCE") != std::string_view::npos;
+      path = path.substr(std::string_view(var).size());
+      if (top) return fs::path(path).lexically_normal().generic_string();
+      break;
+    }
+  }
+  if (path.empty() || path[0] == '/' || path.find('$') != std::string::npos || path.find('@') != std::string::npos)
+    return {};
+  std::string p = (dir.empty() ? fs::path(path) : fs::path(dir) / path).lexically_normal().generic_string();
+  if (p.rfind("..", 0) == 0) return {};
+  return p;
+}
+
+// --- CMake: commands `name(args)`, comments, quoted and bracket arguments.
+struct Command {
+  std::string name;
+  std::vector<std::string> args;
+};
+
+std::vector<Command> cmake_commands(std::string_view s) {
+  std::vector<Command> out;
+  size_t i = 0, n = s.size();
+  while (i < n) {
+    char c = s[i];
+    if (c == '#') {
+      while (i < n && s[i] != '\n') ++i;
+      continue;
+    }
+    if (!(std::isalpha(static_cast<unsigned char>(c)) || c == '_')) { ++i; continue; }
+    size_t j = i;
+    while (j < n && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_')) ++j;
+    Command cmd{lower(s.substr(i, j - i)), {}};
+    size_t k = j;
+    while (k < n && (s[k] == ' ' || s[k] == '\t')) ++k;
+    if (k >= n || s[k] != '(') { i = j; continue; }
+    // arguments up to the matching parenthesis
+    int depth = 1;
+    std::string word;
+    bool quoted = false;
+    auto flush = [&] {
+      if (!word.empty() && cmd.args.size() < kMaxArgs) cmd.args.push_back(word);
+      word.clear();
+    };
+    for (k = k + 1; k < n && depth > 0; ++k) {
+      char d = s[k];
+      if (quoted) {
+        if (d == '\\' && k + 1 < n) word += s[++k];
+        else if (d == '"') { quoted = false; flush(); }
+        else word += d;
+        continue;
+      }
+      if (d == '"') { flush(); quoted = true; }
+      else if (d == '#') { flush(); while (k < n && s[k] != '\n') ++k; }
+      else if (d == '(') { ++depth; flush(); }
+      else if (d == ')') { if (--depth > 0) flush(); }
+      else if (std::isspace(static_cast<unsigned char>(d))) flush();
+      else word += d;
+    }
+    flush();
+    out.push_back(std::move(cmd));
+    i = k;
+  }
+  return out;
+}
+
+// Variables of one build file, and what is left of its word budget: `set(A ${A} ${A})`
+// repeated must not grow memory or time without bound.
+struct Vars {
+  std::unordered_map<std::string, std::vector<std::string>> map;
+  size_t budget = kMaxWords;
+  auto find(const std::string& k) const { return map.find(k); }
+  auto end() const { return map.end(); }
+};
+
+// `${VAR}` words replaced by the variable's words, nested up to kMaxExpansionDepth.
+void expand(const std::string& word, Vars& vars, std::vector<std::string>& out, int depth,
+            const char* open = "${", char close = '}') {
+  if (out.size() >= kMaxArgs || vars.budget == 0) return;
+  --vars.budget;
+  size_t a = word.find(open);
+  if (a == std::string::npos || depth >= kMaxExpansionDepth) {
+    out.push_back(word);
+    return;
+  }
+  size_t b = word.find(close, a + 2);
+  if (b == std::string::npos) {
+    out.push_back(word);
+    return;
+  }
+  auto it = vars.find(word.substr(a + 2, b - a - 2));
+  if (it == vars.end()) {
+    out.push_back(word);  // unknown: stays a word with '$', dropped by resolve()
+    return;
+  }
+  std::string pre = word.substr(0, a), post = word.substr(b + 1);
+  for (auto& v : it->second) {
+    if (out.size() >= kMaxArgs) return;
+    if (pre.size() + v.size() + post.size() > kMaxWordBytes) continue;
+    expand(pre + v + post, vars, out, depth + 1, open, close);
+  }
+}
+
+std::vector<std::string> expand_all(const std::vector<std::string>& words, Vars& vars, const char* open = "${",
+                                    char close = '}') {
+  std::vector<std::string> out;
+  for (auto& w : words) expand(w, vars, out, 0, open, close);
+  return out;
+}
+
+void add_var(Vars& vars, const std::string& name, std::vector<std::string> words, bool append) {
+  if (!vars.map.count(name) && vars.map.size() >= kMaxVariables) return;
+  auto& v = vars.map[name];
+  if (!append) v.clear();
+  for (auto& w : words)
+    if (v.size() < kMaxArgs) v.push_back(std::move(w));
+}
+
+struct Target {
+  bool library = false;
+  std::vector<std::string> sources;
+};
+
+}  // namespace
+
+bool is_build_file(const std::string& rel) {
+  std::string name = lower(fs::path(rel).filename().string());
+  return name == "cmakelists.txt" || ends_with(name, ".cmake") || name == "meson.build" || name == "makefile" ||
+         name == "gnumakefile" || ends_with(name, ".mk") || name == "makefile.am" || name == "makefile.in";
+}
+
+void BuildMap::record(const std::string& path, const std::string& scope, bool by_stem) {
+  if (path.empty()) return;
+  auto& map = by_stem ? by_stem_ : by_file_;
+  auto it = map.find(path);
+  // a source built into the library and into a program (tools often compile library files
+  // again) is library; otherwise the first statement wins
+  if (it == map.end()) map.emplace(path, scope);
+  else if (scope == "library") it->second = scope;
+}
+
+void BuildMap::add(const std::string& rel, std::string_view text) {
+  std::string dir = fs::path(rel).parent_path().generic_string();
+  std::string name = lower(fs::path(rel).filename().string());
+  auto classify = [&](const std::string& target, bool library, bool tested, const std::vector<std::string>& sources) {
+    std::string said = by_target_name(target);
+    for (auto& src : sources) {
+      std::string path = resolve(dir, src);
+      if (path.empty() || !is_source(path)) continue;
+      std::string scope;
+      if (tested) scope = "test";
+      else if (!said.empty()) scope = said;
+      else if (library) scope = "library";
+      else scope = by_path(path).empty() ? "tool" : by_path(path);
+      record(path, scope, false);
+    }
+  };
+
+  if (name == "cmakelists.txt" || ends_with(name, ".cmake")) {
+    Vars vars;
+    std::unordered_map<std::string, Target> targets;
+    std::set<std::string> tested;
+    std::vector<std::string> order;
+    for (auto& cmd : cmake_commands(text)) {
+      if (cmd.args.empty()) continue;
+      if (cmd.name == "set" || (cmd.name == "list" && cmd.args.size() > 1 && cmd.args[0] == "APPEND")) {
+        bool append = cmd.name == "list";
+        std::string var = append ? cmd.args[1] : cmd.args[0];
+        std::vector<std::string> words(cmd.args.begin() + (append ? 2 : 1), cmd.args.end());
+        words.erase(std::remove_if(words.begin(), words.end(),
+                                   [](const std::string& w) { return w == "CACHE" || w == "PARENT_SCOPE"; }),
+                    words.end());
+        add_var(vars, var, expand_all(words, vars), append);
+      } else if (cmd.name == "add_library" || cmd.name == "add_executable" || cmd.name == "target_sources") {
+        static const std::set<std::string> keywords = {
+            "STATIC", "SHARED", "MODULE", "OBJECT", "INTERFACE", "IMPORTED", "ALIAS", "EXCLUDE_FROM_ALL", "GLOBAL",
+            "WIN32", "MACOSX_BUNDLE", "PRIVATE", "PUBLIC", "FILE_SET", "TYPE", "BASE_DIRS", "FILES", "HEADERS"};
+        const std::string& t = cmd.args[0];
+        if (!targets.count(t)) order.push_back(t);
+        Target& target = targets[t];
+        if (cmd.name == "add_library") target.library = true;
+        for (auto& w : expand_all({cmd.args.begin() + 1, cmd.args.end()}, vars))
+          if (!keywords.count(w) && target.sources.size() < kMaxArgs) target.sources.push_back(w);
+      } else if (cmd.name == "add_test") {
+        // add_test(NAME n COMMAND exe ...) or add_test(n exe ...)
+        auto c = std::find(cmd.args.begin(), cmd.args.end(), "COMMAND");
+        if (c != cmd.args.end() && c + 1 != cmd.args.end()) tested.insert(*(c + 1));
+        else if (cmd.args.size() > 1 && cmd.args[0] != "NAME") tested.insert(cmd.args[1]);
+      } else if (cmd.name == "gtest_discover_tests" || cmd.name == "gtest_add_tests" ||
+                 cmd.name == "catch_discover_tests") {
+        tested.insert(cmd.args[0]);
+      }
+    }
+    for (auto& t : order) classify(t, targets[t].library, tested.count(t) > 0, targets[t].sources);
+    return;
+  }
+
+  if (name == "meson.build") {
+    // tokens: 'strings', identifiers, punctuation; # comments
+    struct Tok { char kind; std::string text; };  // s string, i identifier, p punctuation
+    std::vector<Tok> toks;
+    for (size_t i = 0, n = text.size(); i < n && toks.size() < 200000;) {
+      char c = text[i];
+      if (c == '#') { while (i < n && text[i] != '\n') ++i; continue; }
+      if (c == '\'') {
+        size_t j = i + 1;
+        std::string s;
+        while (j < n && text[j] != '\'' && text[j] != '\n') s += text[j++];
+        toks.push_back({'s', s});
+        i = j + 1;
+        continue;
+      }
+      if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+        size_t j = i;
+        while (j < n && (std::isalnum(static_cast<unsigned char>(text[j])) || text[j] == '_')) ++j;
+        toks.push_back({'i', std::string(text.substr(i, j - i))});
+        i = j;
+        continue;
+      }
+      if (!std::isspace(static_cast<unsigned char>(c))) toks.push_back({'p', std::string(1, c)});
+      ++i;
+    }
+    Vars vars;
+    std::unordered_map<std::string, Target> targets;  // by the variable holding the target
+    std::set<std::string> tested;
+    struct Made { std::string name, var; bool library; std::vector<std::string> sources; };
+    std::vector<Made> made;
+    // the words of a bracketed or parenthesised group starting at toks[i] (the opener)
+    auto group = [&](size_t i, size_t& end, bool stop_at_keyword) {
+      std::vector<std::string> words;
+      int depth = 0;
+      size_t k = i;
+      bool stopped = false;
+      for (; k < toks.size(); ++k) {
+        auto& t = toks[k];
+        if (t.kind == 'p' && (t.text == "(" || t.text == "[")) ++depth;
+        else if (t.kind == 'p' && (t.text == ")" || t.text == "]")) { if (--depth == 0) break; }
+        else if (stopped) continue;
+        else if (t.kind == 'i' && k + 1 < toks.size() && toks[k + 1].text == ":" && stop_at_keyword && depth == 1) stopped = true;
+        else if (t.kind == 's' && words.size() < kMaxArgs) words.push_back(t.text);
+        else if (t.kind == 'i' && t.text != "files") {
+          auto v = vars.find(t.text);
+          if (v != vars.end())
+            for (auto& w : v->second)
+              if (words.size() < kMaxArgs && vars.budget > 0) {
+                --vars.budget;
+                words.push_back(w);
+              }
+        }
+      }
+      end = k;
+      return words;
+    };
+    static const std::set<std::string> lib_calls = {"library", "shared_library", "static_library", "both_libraries",
+                                                    "shared_module"};
+    for (size_t i = 0; i < toks.size(); ++i) {
+      if (toks[i].kind != 'i') continue;
+      // var = files(...) / [...] / var += [...]
+      bool assign = i + 2 < toks.size() && toks[i + 1].text == "=";
+      bool append = i + 3 < toks.size() && toks[i + 1].text == "+" && toks[i + 2].text == "=";
+      if (assign || append) {
+        size_t v = i + (assign ? 2 : 3);
+        std::string var = toks[i].text;
+        if (toks[v].kind == 'i' && v + 1 < toks.size() && toks[v + 1].text == "(" &&
+            (lib_calls.count(toks[v].text) || toks[v].text == "executable")) {
+          size_t end = v + 1;
+          auto words = group(v + 1, end, true);
+          if (!words.empty())
+            made.push_back({words[0], var, lib_calls.count(toks[v].text) > 0, {words.begin() + 1, words.end()}});
+          i = end;
+        } else if (toks[v].text == "[" || (toks[v].text == "files" && v + 1 < toks.size() && toks[v + 1].text == "(")) {
+          size_t end = v;
+          auto words = group(toks[v].text == "[" ? v : v + 1, end, false);
+          add_var(vars, var, std::move(words), append);
+          i = end;
+        }
+        continue;
+      }
+      if (i + 1 < toks.size() && toks[i + 1].text == "(") {
+        if (lib_calls.count(toks[i].text) || toks[i].text == "executable") {
+          size_t end = i + 1;
+          auto words = group(i + 1, end, true);
+          if (!words.empty()) made.push_back({words[0], "", lib_calls.count(toks[i].text) > 0, {words.begin() + 1, words.end()}});
+          i = end;
+        } else if (toks[i].text == "test" || toks[i].text == "benchmark") {
+          // test('name', exe): the executable held by `exe` is a test
+          size_t k = i + 2;
+          if (k < toks.size() && toks[k].kind == 's') k += 2;  // 'name' ,
+          if (k < toks.size() && toks[k].kind == 'i') tested.insert(toks[k].text);
+        }
+      }
+    }
+    for (auto& m : made) classify(m.name, m.library, !m.var.empty() && tested.count(m.var) > 0, m.sources);
+    return;
+  }
+
+  // Makefiles: continued lines joined; variables by name; library object lists and lib*.a rules.
+  std::vector<std::string> lines;
+  {
+    std::string cur;
+    for (size_t i = 0; i < text.size() && lines.size() < 200000; ++i) {
+      char c = text[i];
+      if (c == '\\' && i + 1 < text.size() && text[i + 1] == '\n') { cur += ' '; ++i; continue; }
+      if (c == '\n') { lines.push_back(std::move(cur)); cur.clear(); continue; }
+      if (cur.size() < 65536) cur += c;
+    }
+    lines.push_back(std::move(cur));
+  }
+  Vars vars;
+  std::vector<std::string> listed;                 // variables, in order of first assignment
+  std::vector<std::vector<std::string>> lib_rules;  // prerequisites of lib*.a rules
+  auto split = [](std::string_view s) {
+    std::vector<std::string> w;
+    size_t i = 0;
+    while (i < s.size() && w.size() < kMaxArgs) {
+      while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+      size_t j = i;
+      while (j < s.size() && !std::isspace(static_cast<unsigned char>(s[j]))) ++j;
+      if (j > i) w.emplace_back(s.substr(i, j - i));
+      i = j;
+    }
+    return w;
+  };
+  for (auto& raw : lines) {
+    std::string line = raw.substr(0, raw.find('#'));
+    if (line.empty() || line[0] == '\t') continue;  // recipes
+    size_t eq = line.find('=');
+    size_t colon = line.find(':');
+    if (eq != std::string::npos && (colon == std::string::npos || colon + 1 >= eq)) {
+      size_t e = eq;
+      bool append = e > 0 && line[e - 1] == '+';
+      while (e > 0 && (line[e - 1] == ':' || line[e - 1] == '+' || line[e - 1] == '?' || line[e - 1] == ' ')) --e;
+      auto name_words = split(line.substr(0, e));
+      if (name_words.size() != 1) continue;
+      auto words = expand_all(split(line.substr(eq + 1)), vars, "$(", ')');
+      if (!vars.map.count(name_words[0])) listed.push_back(name_words[0]);
+      add_var(vars, name_words[0], words, append);
+    } else if (colon != std::string::npos) {
+      // libfoo.a: a.o b.o   /   $(LIBNAME): $(OBJS)
+      auto targets = expand_all(split(line.substr(0, colon)), vars, "$(", ')');
+      bool lib = false;
+      for (auto& t : targets) {
+        std::string f = lower(fs::path(t).filename().string());
+        lib = lib || (f.rfind("lib", 0) == 0 && (ends_with(f, ".a") || f.find(".so") != std::string::npos ||
+                                                 ends_with(f, ".la") || ends_with(f, ".dylib")));
+      }
+      if (lib) lib_rules.push_back(expand_all(split(line.substr(colon + 1)), vars, "$(", ')'));
+    }
+  }
+  auto library_words = [&](const std::vector<std::string>& words) {
+    for (auto& w : words) {
+      if (is_object(w)) record(resolve(dir, fs::path(w).replace_extension().generic_string()), "library", true);
+      else if (is_source(w)) record(resolve(dir, w), "library", false);
+    }
+  };
+  for (auto& words : lib_rules) library_words(words);
+  for (auto& var : listed) {
+    auto found = vars.find(var);
+    if (found == vars.end()) continue;
+    std::string v = lower(var);
+    bool library =
+                   (v.find("lib") != std::string::npos &&
+                    (v.find("obj") != std::string::npos || v.find("src") != std::string::npos ||
+                     v.find("source") != std::string::npos)) ||
+                   (v.rfind("lib", 0) == 0 && (ends_with(v, "_la_sources") || ends_with(v, "_a_sources")));
+    bool tested = v.find("test") != std::string::npos || v.rfind("check_", 0) == 0;
+    if (library && !tested) library_words(found->second);
+  }
+}
+
+std::string BuildMap::scope_of(const std::string& rel, bool defines_main) const {
+  std::string path = fs::path(rel).lexically_normal().generic_string();
+  auto it = by_file_.find(path);
+  if (it != by_file_.end()) return it->second;
+  auto st = by_stem_.find(fs::path(path).replace_extension().generic_string());
+  if (st != by_stem_.end() && !fs::path(path).has_extension()) st = by_stem_.end();
+  if (st != by_stem_.end()) return st->second;
+  std::string p = by_path(path);
+  if (!p.empty()) return p;
+  if (defines_main) {
+    std::string said = by_target_name(fs::path(path).stem().string());
+    return said.empty() ? "tool" : said;
+  }
+  return "library";
+}
+
+std::string by_path(const std::string& rel) {
+  fs::path p(rel);
+  std::string file = lower(p.filename().string());
+  // Python files speak for themselves: pytest's test_*.py, setup.py
+  if (ends_with(file, ".py")) {
+    if (file.rfind("test_", 0) == 0 || ends_with(file, "_test.py") || file == "conftest.py") return "test";
+    if (file == "setup.py" || file == "conanfile.py" || file == "noxfile.py") return "build";
+  }
+  if (file == "sconstruct" || file == "sconscript") return "build";
+  std::vector<std::string> dirs;
+  for (auto& part : p.parent_path()) dirs.push_back(lower(part.string()));
+  // the innermost folder that says something decides: tools/tests/ holds tests
+  for (auto d = dirs.rbegin(); d != dirs.rend(); ++d) {
+    const std::string& n = *d;
+    if (n == "test" || n == "tests" || n == "testing" || n == "testsuite" || n == "unittest" || n == "unittests" ||
+        n == "utest" || n == "ctest" || n == "gtest" || n == "googletest" || n.rfind("test_", 0) == 0 ||
+        ends_with(n, "_test") || ends_with(n, "_tests") || ends_with(n, "-tests"))
+      return "test";
+    if (n.rfind("bench", 0) == 0) return "bench";
+    if (n == "example" || n == "examples" || n == "demo" || n == "demos" || n == "sample" || n == "samples" ||
+        n == "tutorial" || n == "tutorials")
+      return "example";
+    if (n == "programs" || n == "tools" || n == "tool" || n == "apps" || n == "contrib" || n == "cli")
+      return "tool";
+    if (n == "cmake" || n == "build-aux" || n == "buildtools" || n == "build_tools" || n == "m4" || n == "ci")
+      return "build";
+  }
+  return {};
+}
+
+}  // namespace syspilot::extract::scope

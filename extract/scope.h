@@ -1,0 +1,34 @@
+// Internal: the scope of a fact (library, tool, test, example, bench, build), from what the
+// build files say each source is compiled into, and from paths where they say nothing.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace syspilot::extract::scope {
+
+// Build files this reads: CMakeLists.txt and *.cmake, meson.build, Makefiles (*.mk, .am, .in).
+bool is_build_file(const std::string& rel);
+
+// What a tree's build files say about its sources, file by file.
+class BuildMap {
+ public:
+  // `rel`: the build file's path relative to its root; `text`: its content (clipped by the caller).
+  void add(const std::string& rel, std::string_view text);
+  // library | tool | test | example | bench | build for `rel`, a path relative to the root;
+  // `defines_main`: the file has a main() (a program when nothing else says what it is).
+  std::string scope_of(const std::string& rel, bool defines_main) const;
+  size_t size() const { return by_file_.size() + by_stem_.size(); }
+
+ private:
+  void record(const std::string& path, const std::string& scope, bool by_stem);
+  std::unordered_map<std::string, std::string> by_file_;  // source path -> scope
+  std::unordered_map<std::string, std::string> by_stem_;  // Makefile objects: path without extension
+};
+
+// The scope a path implies on its own (tests/, tools/, examples/, bench*/, cmake/, setup.py...);
+// empty when it says nothing.
+std::string by_path(const std::string& rel);
+
+}  // namespace syspilot::extract::scope

@@ -1,0 +1,352 @@
+// Env-read patterns of real libraries, each on a small tree written by the test: names built by
+// literal concatenation inside macros, getters behind function pointers and plugin structs,
+// settings tables walked in a loop, and the scope (library, tool, test, ...) of every fact.
+// Each test asserts the exact set of `NAME file:line scope` found, so extras fail as misses do.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "extract/extract.h"
+#include "tests/extract/temp_tree.h"
+
+namespace fs = std::filesystem;
+using namespace syspilot::extract;
+
+namespace {
+
+using syspilot::extract::testing::TempTree;
+
+Facts run(const TempTree& t, const std::string& scope = "all") {
+  ExtractOptions o;
+  o.paths = {t.root.string()};
+  o.threads = 2;
+  o.api_controls = false;
+  o.scope = scope;
+  return extract(o);
+}
+
+// "NAME file:line scope" for every env read, read through the JSON form (the format readers see).
+std::set<std::string> reads(const Facts& f) {
+  std::set<std::string> out;
+  nlohmann::json j = to_json(f);
+  for (auto& e : j["env_vars"])
+    out.insert(e["name"].get<std::string>() + " " + e["file"].get<std::string>() + ":" +
+               std::to_string(e["line"].get<int>()) + " " + e.value("scope", std::string("?")));
+  return out;
+}
+
+std::string dump(const std::set<std::string>& s) {
+  std::string o;
+  for (auto& x : s) o += "  " + x + "\n";
+  return o;
+}
+
+}  // namespace
+
+// 1. NCCL_PARAM-style knobs: "LIB_" env inside a macro body, the suffix at each use site,
+// including literal concatenation in the argument, a missing semicolon, a nested macro that
+// stringizes its argument, a prefix macro, a name-building macro (LIB_ENV(env)) used inside
+// another macro and directly, uses in C++ namespaces and extern "C", and a use in a tool.
+TEST(ExtractPatterns, MacroLiteralConcatenation) {
+  TempTree t;
+  t.write("include/lib_param.h",
+          "/* Knobs declared by macro: the variable name is \"LIB_\" pasted to the given suffix. */\n"  // 1
+          "#ifndef LIB_PARAM_H\n"                                                                     // 2
+          "#define LIB_PARAM_H\n"                                                                     // 3
+          "#define LIB_ENV_PREFIX \"LIB_\"\n"                                                         // 4
+          "void lib_load_param(const char* env, long def, long* cache);\n"                            // 5
+          "#define LIB_PARAM(name, env, def) \\\n"                                                    // 6
+          "  long lib_param_##name(void) { \\\n"                                                      // 7
+          "    static long cache = -1; \\\n"                                                          // 8
+          "    if (cache == -1) lib_load_param(\"LIB_\" env, def, &cache); \\\n"                      // 9
+          "    return cache; \\\n"                                                                    // 10
+          "  }\n"                                                                                     // 11
+          "#define LIB_KNOB(name, def) LIB_PARAM(name, #name, def)\n"                                 // 12
+          "#define LIB_FLAG(env) lib_load_param(LIB_ENV_PREFIX env \"_ENABLE\", 0, &lib_flag_cache)\n"  // 13
+          "#define LIB_LOOP(env) LIB_LOOP(\"X\" env)\n"                                              // 14
+          "#define LIB_ENV(s) LIB_ENV_PREFIX s\n"                                                    // 15
+          "#define LIB_SIZE_PARAM(name, env, def) \\\n"                                            // 16
+          "  static long name = lib_load_size(LIB_ENV(env), def)\n"                                  // 17
+          "#endif\n");
+  t.write("src/param.c",
+          "/* The reader behind LIB_PARAM. */\n"                 // 1
+          "#include <stdlib.h>\n"                                // 2
+          "#include \"lib_param.h\"\n"                           // 3
+          "static const char* lib_getenv(const char* name) {\n"  // 4
+          "  const char* v = getenv(name);\n"                    // 5
+          "  return v && *v ? v : NULL;\n"                       // 6
+          "}\n"                                                  // 7
+          "void lib_load_param(const char* env, long def, long* cache) {\n"
+          "  const char* s = lib_getenv(env);\n"
+          "  *cache = s ? strtol(s, NULL, 0) : def;\n"
+          "}\n");
+  t.write("src/buffers.c",
+          "#include \"lib_param.h\"\n"                   // 1
+          "\n"                                           // 2
+          "LIB_PARAM(BuffSize, \"BUFFSIZE\", -2);\n"     // 3
+          "LIB_PARAM(ChunkSize,\n"                       // 4
+          "          \"CHUNK\" \"_SIZE\", 64);\n"        // 5
+          "LIB_PARAM(NoSemi, \"NO_SEMI\", 1)\n"          // 6
+          "LIB_PARAM(AfterNoSemi, \"AFTER\", 2)\n"       // 7
+          "LIB_KNOB(THREADS, 4);\n"                      // 8
+          "LIB_PARAM(Computed, some_runtime_name, 1);\n"  // 9: not a constant: no name
+          "static long lib_flag_cache;\n"                // 10
+          "void lib_spin_init(void) { LIB_FLAG(\"SPIN\"); }\n"  // 11
+          "void lib_loop(void) { LIB_LOOP(\"Y\"); }\n"   // 12: a self-referencing macro
+          "long lib_bufsize(void) { return lib_param_BuffSize(); }\n");
+  t.write("src/size.cpp",
+          "#include \"lib_param.h\"\n"                                       // 1
+          "#include <cstdlib>\n"                                               // 2
+          "long lib_load_size(const char* env, long def) {\n"                  // 3
+          "  const char* s = std::getenv(env);\n"                              // 4
+          "  return s ? std::atol(s) : def;\n"                                 // 5
+          "}\n"                                                                // 6
+          "namespace lib {\n"                                                  // 7
+          "LIB_SIZE_PARAM(arena, \"ARENA_SIZE\", 1 << 20);\n"                // 8
+          "extern \"C\" {\n"                                                 // 9
+          "LIB_SIZE_PARAM(stack, \"STACK\" \"_SIZE\", 4096);\n"            // 10
+          "}\n"                                                                // 11
+          "long direct() { return lib_load_size(LIB_ENV(\"DIRECT\"), 0); }\n"  // 12
+          "}  // namespace lib\n");
+  t.write("tools/bench_cli.c",
+          "#include \"../include/lib_param.h\"\n"
+          "LIB_PARAM(CliColor, \"CLI_COLOR\", 0);\n");
+  Facts f = run(t);
+  std::set<std::string> want = {
+      "LIB_BUFFSIZE src/buffers.c:3 library",  "LIB_CHUNK_SIZE src/buffers.c:4 library",
+      "LIB_NO_SEMI src/buffers.c:6 library",   "LIB_AFTER src/buffers.c:7 library",
+      "LIB_THREADS src/buffers.c:8 library",   "LIB_SPIN_ENABLE src/buffers.c:11 library",
+      "LIB_ARENA_SIZE src/size.cpp:8 library", "LIB_STACK_SIZE src/size.cpp:10 library",
+      "LIB_DIRECT src/size.cpp:12 library",    "LIB_CLI_COLOR tools/bench_cli.c:2 tool"};
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
+  for (auto& e : f.env_vars)
+    if (e.name == "LIB_BUFFSIZE") { EXPECT_EQ(e.default_value, "-2"); }
+}
+
+// 2. Getters behind function pointers: a plugin struct whose field is set by a designated
+// initializer, a positional initializer and an assignment; a file-scope pointer set in an init
+// function and called as (*fp)(name); a pointer copied from another. A field bound to a
+// function that reads nothing stays silent.
+TEST(ExtractPatterns, FunctionPointersAndPlugins) {
+  TempTree t;
+  t.write("src/plugin.h",
+          "typedef const char* (*lib_getenv_fn)(const char*);\n"
+          "struct lib_plugin { const char* name; lib_getenv_fn get_var; int (*init)(void); };\n"
+          "extern struct lib_plugin* lib_active_plugin;\n"
+          "const char* lib_get_env(const char* name);\n");
+  t.write("src/plugin.c",
+          "#include <stdlib.h>\n"                                                     // 1
+          "#include \"plugin.h\"\n"                                                   // 2
+          "static const char* default_get_var(const char* name) { return getenv(name); }\n"
+          "static const char* secure_get_var(const char* n) { return secure_getenv(n); }\n"
+          "static int default_init(void) { return 0; }\n"
+          "static struct lib_plugin default_plugin = { .name = \"default\", .get_var = default_get_var,\n"
+          "                                            .init = default_init };\n"
+          "struct lib_plugin* lib_active_plugin = &default_plugin;\n"
+          "void lib_plugin_harden(struct lib_plugin* p) { p->get_var = &secure_get_var; }\n"
+          "const char* lib_get_env(const char* name) { return lib_active_plugin->get_var(name); }\n");
+  t.write("src/legacy.c",
+          "#include <stdlib.h>\n"
+          "#include \"plugin.h\"\n"
+          "struct legacy_ops { int version; const char* (*lookup)(const char*); };\n"
+          "static const char* legacy_lookup(const char* k) { return getenv(k); }\n"
+          "static struct legacy_ops legacy = { 1, legacy_lookup };\n"
+          "const char* legacy_env(const char* k) { return legacy.lookup(k); }\n");
+  t.write("src/hook.c",
+          "#include <stdlib.h>\n"                                                       // 1
+          "static const char* (*env_hook)(const char*) = 0;\n"                          // 2
+          "static const char* (*env_hook_copy)(const char*) = 0;\n"                     // 3
+          "static const char* hook_default(const char* key) { return getenv(key); }\n"  // 4
+          "void lib_hook_init(void) { env_hook = hook_default; env_hook_copy = env_hook; }\n"
+          "const char* lib_hook_env(const char* key) { return (*env_hook)(key); }\n"    // 6
+          "const char* lib_hook_env2(const char* key) { return env_hook_copy(key); }\n");
+  t.write("src/use.c",
+          "#include <stdlib.h>\n"                                                   // 1
+          "#include \"plugin.h\"\n"                                                 // 2
+          "const char* lib_hook_env(const char* key);\n"                            // 3
+          "const char* lib_hook_env2(const char* key);\n"                           // 4
+          "const char* legacy_env(const char* k);\n"                                // 5
+          "int lib_threads(void) { return atoi(lib_get_env(\"LIB_THREADS\")); }\n"  // 6
+          "int lib_spin(void) { return lib_hook_env(\"LIB_SPIN\") != 0; }\n"        // 7
+          "int lib_yield(void) { return lib_hook_env2(\"LIB_YIELD\") != 0; }\n"     // 8
+          "int lib_old(void) { return legacy_env(\"LIB_LEGACY\") != 0; }\n"         // 9
+          "struct file_ops { int (*open)(const char*); };\n"                        // 10
+          "static int real_open(const char* path) { return path != 0; }\n"          // 11
+          "static struct file_ops ops = { .open = real_open };\n"                   // 12
+          "int lib_open(void) { return ops.open(\"NOT_AN_ENV\"); }\n");             // 13
+  t.write("test/plugin_test.c",
+          "const char* lib_get_env(const char* name);\n"
+          "int main(void) { return lib_get_env(\"LIB_TEST_ONLY\") != 0; }\n");
+  Facts f = run(t);
+  std::set<std::string> want = {
+      "LIB_THREADS src/use.c:6 library", "LIB_SPIN src/use.c:7 library", "LIB_YIELD src/use.c:8 library",
+      "LIB_LEGACY src/use.c:9 library", "LIB_TEST_ONLY test/plugin_test.c:2 test"};
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
+  for (auto& e : f.env_vars)
+    if (e.name == "LIB_THREADS") {
+      EXPECT_EQ(e.via, "lib_get_env");
+      EXPECT_EQ(e.type, "int");
+    }
+}
+
+// 3. Settings tables (LLVM OpenMP's kmp_settings.cpp shape): rows of records whose name field
+// is read in a loop, by index and by range-for, through getenv or a wrapper. Each name is
+// reported at its row; strings of other fields are not names, even when they look like one.
+TEST(ExtractPatterns, SettingsTables) {
+  TempTree t;
+  t.write("src/settings.h",
+          "typedef void (*parse_fn)(const char* name, const char* value, void* data);\n"
+          "struct setting { char const* name; parse_fn parse; void (*print)(void); void* data; int set; };\n"
+          "typedef struct setting setting_t;\n");
+  t.write("src/settings.cpp",
+          "#include <cstdlib>\n"                                                              // 1
+          "#include \"settings.h\"\n"                                                         // 2
+          "#define ENV_LIBRARY \"LIB_LIBRARY\"\n"                                             // 3
+          "static void parse_blocktime(const char*, const char*, void*) {}\n"                 // 4
+          "static void parse_library(const char*, const char*, void*) {}\n"                   // 5
+          "static void print_blocktime(void) {}\n"                                            // 6
+          "static setting_t settings_table[] = {\n"                                           // 7
+          "    {\"LIB_BLOCKTIME\", parse_blocktime, print_blocktime, NULL, 0},\n"             // 8
+          "    {ENV_LIBRARY, parse_library, NULL, NULL, 0},\n"                                // 9
+          "    {\"LIB_\" \"AFFINITY\", parse_library, NULL, NULL, 0},\n"                      // 10
+          "    {\"not a name\", parse_library, NULL, NULL, 0},\n"                             // 11
+          "    {NULL, NULL, NULL, NULL, 0}};\n"                                               // 12
+          "static const int settings_count = sizeof(settings_table) / sizeof(settings_table[0]);\n"
+          "struct alias { int id; const char* desc; const char* env; };\n"                    // 14
+          "static const struct alias aliases[] = {\n"                                         // 15
+          "    {1, \"LIB_NOT_THIS\", \"LIB_NUM_THREADS\"},\n"                                 // 16
+          "    {.id = 2, .env = \"LIB_STACKSIZE\", .desc = \"DESC_NOT_THIS\"},\n"             // 17
+          "};\n"                                                                              // 18
+          "static const char* lib_getenv(const char* n) { return std::getenv(n); }\n"         // 19
+          "void read_settings() {\n"                                                          // 20
+          "  for (int i = 0; i < settings_count; ++i) {\n"                                    // 21
+          "    const char* v = getenv(settings_table[i].name);\n"                             // 22
+          "    if (v) settings_table[i].parse(settings_table[i].name, v, settings_table[i].data);\n"
+          "  }\n"                                                                             // 24
+          "  for (auto& a : aliases) { const char* v = lib_getenv(a.env); (void)v; }\n"       // 25
+          "}\n");
+  t.write("tests/table_test.c",
+          "#include <stdlib.h>\n"                                 // 1
+          "struct knob { const char* var; int expect; };\n"       // 2
+          "static struct knob knobs[] = {\n"                      // 3
+          "  {\"LIB_TEST_KNOB\", 1},\n"                           // 4
+          "};\n"                                                  // 5
+          "int main(void) {\n"                                    // 6
+          "  for (struct knob* k = knobs; k < knobs + 1; ++k)\n"  // 7
+          "    if (getenv(k->var)) return 1;\n"                   // 8
+          "  return 0;\n"
+          "}\n");
+  Facts f = run(t);
+  std::set<std::string> want = {
+      "LIB_BLOCKTIME src/settings.cpp:8 library",   "LIB_LIBRARY src/settings.cpp:9 library",
+      "LIB_AFFINITY src/settings.cpp:10 library",   "LIB_NUM_THREADS src/settings.cpp:16 library",
+      "LIB_STACKSIZE src/settings.cpp:17 library", "LIB_TEST_KNOB tests/table_test.c:4 test"};
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
+  for (auto& e : f.env_vars)
+    if (e.name == "LIB_NUM_THREADS") {
+      EXPECT_EQ(e.via, "lib_getenv");
+      EXPECT_EQ(e.function, "read_settings");
+    }
+}
+
+// 4. Scope: build files say which sources make the library (CMake with a variable, meson,
+// a Makefile's object list), paths decide the rest; the default keeps library facts only,
+// and facts without a scope read back as library.
+TEST(ExtractPatterns, ScopeFromBuildFilesAndPaths) {
+  TempTree t;
+  t.write("CMakeLists.txt",
+          "cmake_minimum_required(VERSION 3.20)\n"
+          "set(CORE_SOURCES src/core.c\n"
+          "    contrib/extra/extra.c)\n"
+          "add_library(mylib STATIC ${CORE_SOURCES} src/util.c)\n"
+          "add_executable(mytool app/main.c)\n"
+          "add_executable(mylib_tests check/run.c)\n"
+          "add_executable(speed perf/speed.c)  # run by add_test below: a test\n"
+          "add_test(NAME speed COMMAND speed)\n");
+  t.write("src/core.c", "#include <stdlib.h>\nint t(void) { return atoi(getenv(\"MY_THREADS\")); }\n");
+  t.write("src/util.c", "#include <stdlib.h>\nint u(void) { return getenv(\"MY_UTIL\") != 0; }\n");
+  t.write("contrib/extra/extra.c", "#include <stdlib.h>\nint x(void) { return getenv(\"MY_EXTRA\") != 0; }\n");
+  t.write("contrib/gen/gen.c", "#include <stdlib.h>\nint g(void) { return getenv(\"MY_GEN\") != 0; }\n");
+  t.write("app/main.c", "#include <stdlib.h>\nint main(void) { return getenv(\"MYTOOL_COLOR\") != 0; }\n");
+  t.write("check/run.c", "#include <stdlib.h>\nint main(void) { return getenv(\"MY_TEST_SEED\") != 0; }\n");
+  t.write("perf/speed.c", "#include <stdlib.h>\nint main(void) { return getenv(\"MY_SPEED_ITERS\") != 0; }\n");
+  t.write("programs/cli.c", "#include <stdlib.h>\nint main(void) { return getenv(\"MY_CLI_LEVEL\") != 0; }\n");
+  t.write("tests/t.c", "#include <stdlib.h>\nint main(void) { return getenv(\"MY_T\") != 0; }\n");
+  t.write("src/test_alloc.c", "#include <stdlib.h>\nint main(void) { return getenv(\"MY_TALLOC\") != 0; }\n");
+  t.write("examples/demo.c", "#include <stdlib.h>\nint main(void) { return getenv(\"MY_DEMO\") != 0; }\n");
+  t.write("benchmarks/b.c", "#include <stdlib.h>\nint main(void) { return getenv(\"MY_BENCH\") != 0; }\n");
+  t.write("setup.py", "import os\njobs = os.environ.get(\"MY_BUILD_JOBS\", \"2\")\n");
+  t.write("cmake/probe.py", "import os\ncc = os.getenv(\"MY_PROBE_CC\")\n");
+  t.write("sub/meson.build",
+          "project('sub', 'c')\n"
+          "sub_sources = files('sub_core.c', 'sub_more.c')\n"
+          "libsub = library('sub', sub_sources)\n"
+          "executable('subtool', 'sub_main.c', link_with : libsub)\n");
+  t.write("sub/sub_core.c", "#include <stdlib.h>\nint s(void) { return getenv(\"SUB_CORE\") != 0; }\n");
+  t.write("sub/sub_more.c", "#include <stdlib.h>\nint m(void) { return getenv(\"SUB_MORE\") != 0; }\n");
+  t.write("sub/sub_main.c", "#include <stdlib.h>\nint main(void) { return getenv(\"SUB_MAIN\") != 0; }\n");
+  t.write("old/Makefile",
+          "LIBOBJS = old_core.o \\\n"
+          "          old_more.o\n"
+          "oldtool: oldtool.o $(LIBOBJS)\n"
+          "\t$(CC) -o $@ $^\n");
+  t.write("old/old_core.c", "#include <stdlib.h>\nint o(void) { return getenv(\"OLD_CORE\") != 0; }\n");
+  t.write("old/old_more.c", "#include <stdlib.h>\nint p(void) { return getenv(\"OLD_MORE\") != 0; }\n");
+  t.write("old/oldtool.c", "#include <stdlib.h>\nint main(void) { return getenv(\"OLD_TOOL\") != 0; }\n");
+  Facts f = run(t);
+  std::set<std::string> want = {
+      "MY_THREADS src/core.c:2 library",          "MY_UTIL src/util.c:2 library",
+      "MY_EXTRA contrib/extra/extra.c:2 library",  "MY_GEN contrib/gen/gen.c:2 tool",
+      "MYTOOL_COLOR app/main.c:2 tool",            "MY_TEST_SEED check/run.c:2 test",
+      "MY_SPEED_ITERS perf/speed.c:2 test",        "MY_CLI_LEVEL programs/cli.c:2 tool",
+      "MY_T tests/t.c:2 test",                     "MY_TALLOC src/test_alloc.c:2 test",
+      "MY_DEMO examples/demo.c:2 example",         "MY_BENCH benchmarks/b.c:2 bench",
+      "MY_BUILD_JOBS setup.py:2 build",            "MY_PROBE_CC cmake/probe.py:2 build",
+      "SUB_CORE sub/sub_core.c:2 library",         "SUB_MORE sub/sub_more.c:2 library",
+      "SUB_MAIN sub/sub_main.c:2 tool",            "OLD_CORE old/old_core.c:2 library",
+      "OLD_MORE old/old_more.c:2 library",         "OLD_TOOL old/oldtool.c:2 tool"};
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
+  nlohmann::json j = to_json(f);
+  for (auto& th : j["threading"]) EXPECT_TRUE(th.contains("scope"));
+
+  // the default is what a contract may claim: library facts only
+  std::set<std::string> lib;
+  for (auto& r : want)
+    if (r.size() > 8 && r.compare(r.size() - 8, 8, " library") == 0) lib.insert(r);
+  Facts def = run(t, ExtractOptions().scope);
+  EXPECT_EQ(reads(def), lib) << "found:\n" << dump(reads(def));
+  EXPECT_EQ(reads(run(t, "library,tool")).size(), lib.size() + 5);
+  EXPECT_THROW(run(t, "libary"), std::invalid_argument);
+
+  // backwards compatible: a fact without a scope is a library fact
+  Facts old = facts_from_json(nlohmann::json::parse(R"({"env_vars": [{"name": "X_Y", "file": "a.c", "line": 1}]})"));
+  ASSERT_EQ(old.env_vars.size(), 1u);
+  EXPECT_EQ(reads(old), std::set<std::string>{"X_Y a.c:1 library"});
+  Facts back = facts_from_json(to_json(f));
+  EXPECT_EQ(reads(back), want);
+}
+
+// A target's name speaks by whole words: samplerate, fastest and contest are libraries
+// like any other, pool_test, PoolTests, bench2 and unittest are not.
+TEST(ExtractPatterns, TargetNamesSpeakByWholeWords) {
+  TempTree t;
+  t.write("CMakeLists.txt",
+          "add_library(samplerate src/a.c)\nadd_library(fastest src/b.c)\nadd_library(contest src/c.c)\n"
+          "add_executable(pool_test src/d.c)\nadd_executable(PoolTests src/e.c)\n"
+          "add_executable(bench2 src/f.c)\nadd_executable(unittest src/g.c)\nadd_executable(demo-cli src/h.c)\n");
+  const char* vars[] = {"A", "B", "C", "D", "E", "F", "G", "H"};
+  for (int i = 0; i < 8; ++i)
+    t.write(std::string("src/") + static_cast<char>('a' + i) + ".c",
+            std::string("#include <stdlib.h>\nint ") + (i < 3 ? "f" : "main") + "(void) { return getenv(\"LIB_" +
+                vars[i] + "\") != 0; }\n");
+  std::set<std::string> want = {"LIB_A src/a.c:2 library", "LIB_B src/b.c:2 library", "LIB_C src/c.c:2 library",
+                                "LIB_D src/d.c:2 test",    "LIB_E src/e.c:2 test",    "LIB_F src/f.c:2 bench",
+                                "LIB_G src/g.c:2 test",    "LIB_H src/h.c:2 example"};
+  Facts f = run(t);
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f));
+}
