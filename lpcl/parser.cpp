@@ -414,7 +414,7 @@ class Parser {
 
   void parse_binds(Contract& c) {
     auto b = begin_statement<Binding>();
-    b.kind = expect_ident("after 'binds' (soname, symbol, header or module)", false);
+    b.kind = expect_ident("after 'binds' (soname, symbol, header, module or executable)", false);
     b.pattern = expect_string("after 'binds " + b.kind + "'");
     finish(b, c.bindings, "binding");
   }

@@ -194,6 +194,63 @@ void add_contract(Composition& comp, const ContractUse& use, const std::string& 
   comp.contracts.push_back(u);
 }
 
+// A contract whose library is linked into the executable binds it when one of these holds, in
+// this order of evidence:
+//   - a defined symbol of the executable matches one of its `binds symbol` globs (an unstripped
+//     static link);
+//   - the executable's file name matches one of its `binds executable` globs (the contract says
+//     which programs carry it);
+//   - the executable's read-only data holds, as whole strings, the names of at least two of its
+//     environment controls that no other candidate contract declares (a stripped static link
+//     still holds the names its getenv calls read; a name several libraries share, such as
+//     OMP_NUM_THREADS, proves nothing).
+// Only contracts not already composed are considered. The library is listed as found "embedded".
+void bind_embedded(Composition& comp, const Candidates& cands, const std::string& binary, const ElfInfo& app,
+                   Diagnostics& diags) {
+  // env control name -> the libraries (contract names: a library may have several versions or
+  // sources among the candidates) whose contracts declare it
+  std::map<std::string, std::set<std::string>> declared_by;
+  for (const auto& c : cands.all)
+    for (const auto& k : c.contract.controls)
+      if (k.how.kind == lpcl::ControlKind::Kind::Env) declared_by[k.name].insert(c.contract.name);
+  const std::string exe = fs::path(binary).filename().string();
+  std::set<std::string> seen;
+  for (const auto& c : cands.all) {
+    const std::string& name = c.contract.name;
+    if (comp.find_contract(name) || !seen.insert(name).second) continue;
+    std::string how;
+    for (const auto& b : c.contract.bindings) {
+      if (b.kind == "symbol")
+        for (const auto& s : app.defined)
+          if (glob_match(b.pattern, s)) {
+            how = "defines " + s;
+            break;
+          }
+      if (how.empty() && b.kind == "executable" && glob_match(b.pattern, exe)) how = "executable " + exe;
+      if (!how.empty()) break;
+    }
+    if (how.empty()) {
+      std::vector<std::string> found;
+      for (const auto& k : c.contract.controls)
+        if (k.how.kind == lpcl::ControlKind::Kind::Env && declared_by[k.name].size() == 1 && app.env_strings.count(k.name) &&
+            std::find(found.begin(), found.end(), k.name) == found.end())
+          found.push_back(k.name);
+      if (found.size() >= 2) how = "holds the names " + found[0] + ", " + found[1];
+    }
+    if (how.empty()) continue;
+    Library l;
+    l.soname = name + " (linked into " + exe + ")";
+    l.path = binary;
+    l.found_by = "embedded: " + how;
+    l.direct = true;
+    l.contract = name;
+    comp.libraries.push_back(l);
+    add_contract(comp, c, l.soname);
+    diags.note({binary, 0, 0}, "contract " + name + " binds the executable itself (" + how + "): " + name +
+                                   " is linked into it, not loaded as a shared library", "embedded-library");
+  }
+}
+
 void add_relation(Composition& comp, Relation r) {
   if (r.outer == r.inner) return;
   if (r.kind == Relation::Kind::CoRun && r.outer > r.inner) std::swap(r.outer, r.inner);
@@ -506,7 +563,7 @@ Composition compose(const ComposeOptions& opts, Diagnostics& diags) {
   if (!opts.binary.empty()) {
     comp.application = opts.binary;
     std::string elf = opts.binary;
-    app = read_elf(elf, false);
+    app = read_elf(elf, false, true);
     // A script: the kernel runs its #! interpreter (which may be a script itself, up to the
     // kernel's four levels). The interpreter is composed in its place; what the processes the
     // script starts load joins from the first run.
@@ -598,6 +655,9 @@ Composition compose(const ComposeOptions& opts, Diagnostics& diags) {
               break;
             }
   }
+  // Libraries linked into the executable itself (a static libzstd in Debian's zstd): no soname
+  // and no import names them. Not for a script: its interpreter's insides are not the script's.
+  if (app.ok && comp.interpreter.empty()) bind_embedded(comp, cands, opts.binary, app, diags);
   for (auto& d : m.drop)
     comp.contracts.erase(std::remove_if(comp.contracts.begin(), comp.contracts.end(),
                                         [&](const ContractUse& c) { return c.contract.name == d; }),

@@ -21,8 +21,14 @@ struct ElfInfo {
   std::vector<std::string> runpath;   // DT_RUNPATH entries
   std::set<std::string> imports;      // undefined dynamic symbols (functions and objects)
   std::set<std::string> exports;      // defined dynamic symbols (only when asked for)
+  // Only when asked for (the application): what a library linked into the executable itself
+  // leaves behind. Defined global symbols of .symtab and .dynsym (none when stripped), and the
+  // NUL-terminated strings of its read-only data shaped like environment names (A-Z, 0-9, _,
+  // 3-64 characters, starting with a letter): a stripped static zstd still holds "ZSTD_NBTHREADS".
+  std::set<std::string> defined;
+  std::set<std::string> env_strings;
 };
-ElfInfo read_elf(const std::string& path, bool want_exports);
+ElfInfo read_elf(const std::string& path, bool want_exports, bool want_embedded = false);
 
 // The loader's view: LD_LIBRARY_PATH, ld.so.cache (from `ldconfig -p` or /etc/ld.so.cache),
 // default directories. One Loader per composition caches what it reads.

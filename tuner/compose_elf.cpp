@@ -81,7 +81,38 @@ bool glob_match(const std::string& pattern, const std::string& text) {
   return ::fnmatch(pattern.c_str(), text.c_str(), 0) == 0;
 }
 
-ElfInfo read_elf(const std::string& path, bool want_exports) {
+namespace {
+
+// Bounds for what one executable may add (hostile binaries): symbols and strings kept.
+constexpr size_t kMaxDefined = 1u << 20;
+constexpr size_t kMaxEnvStrings = 1u << 16;
+
+bool env_shaped(const char* s, size_t n) {
+  if (n < 3 || n > 64 || !(s[0] >= 'A' && s[0] <= 'Z')) return false;
+  bool underscore = false;
+  for (size_t i = 0; i < n; ++i) {
+    char c = s[i];
+    if (c == '_') underscore = true;
+    else if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) return false;
+  }
+  return underscore;
+}
+
+// The env-shaped strings of one read-only section: each run of bytes between NULs.
+void scan_env_strings(const Elf_Data* data, std::set<std::string>& out) {
+  const char* p = static_cast<const char*>(data->d_buf);
+  if (!p) return;
+  size_t n = data->d_size, start = 0;
+  for (size_t i = 0; i < n && out.size() < kMaxEnvStrings; ++i)
+    if (p[i] == '\0') {
+      if (i > start && env_shaped(p + start, i - start)) out.emplace(p + start, i - start);
+      start = i + 1;
+    }
+}
+
+}  // namespace
+
+ElfInfo read_elf(const std::string& path, bool want_exports, bool want_embedded) {
   ElfInfo info;
   if (elf_version(EV_CURRENT) == EV_NONE) {
     info.error = "libelf cannot be initialised";
@@ -132,7 +163,24 @@ ElfInfo read_elf(const std::string& path, bool want_exports) {
         if (type != STT_FUNC && type != STT_OBJECT && type != STT_NOTYPE && type != STT_GNU_IFUNC) continue;
         if (sym.st_shndx == SHN_UNDEF) info.imports.insert(name);
         else if (want_exports && GELF_ST_BIND(sym.st_info) != STB_LOCAL) info.exports.insert(name);
+        if (want_embedded && sym.st_shndx != SHN_UNDEF && GELF_ST_BIND(sym.st_info) != STB_LOCAL &&
+            info.defined.size() < kMaxDefined)
+          info.defined.insert(name);
       }
+    } else if (want_embedded && sh.sh_type == SHT_SYMTAB) {
+      size_t n = sh.sh_entsize ? sh.sh_size / sh.sh_entsize : 0;
+      for (size_t i = 1; i < n && info.defined.size() < kMaxDefined; ++i) {
+        GElf_Sym sym;
+        if (!gelf_getsym(data, static_cast<int>(i), &sym)) break;
+        int type = GELF_ST_TYPE(sym.st_info);
+        if (sym.st_shndx == SHN_UNDEF || GELF_ST_BIND(sym.st_info) == STB_LOCAL) continue;
+        if (type != STT_FUNC && type != STT_OBJECT && type != STT_GNU_IFUNC) continue;
+        const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
+        if (name && *name) info.defined.insert(name);
+      }
+    } else if (want_embedded && sh.sh_type == SHT_PROGBITS && (sh.sh_flags & SHF_ALLOC) &&
+               !(sh.sh_flags & (SHF_WRITE | SHF_EXECINSTR))) {
+      scan_env_strings(data, info.env_strings);
     }
   }
   elf_end(elf);

@@ -155,7 +155,7 @@ const Rule kRules[] = {
      "  hint: write a word such as oversubscription or contention"},
     {"unknown-binding-kind", "contract x \"1\" {\n  binds library \"libfoo.so\";\n}\n",
      "contract x \"1\" {\n  binds soname \"libfoo.so\";\n}\n",
-     "t.lpcl:2:3: error: unknown binding kind 'library' [unknown-binding-kind]\n  hint: binding kinds: soname, symbol, header, module"},
+     "t.lpcl:2:3: error: unknown binding kind 'library' [unknown-binding-kind]\n  hint: binding kinds: soname, symbol, header, module, executable"},
     {"empty-binding", "contract x \"1\" {\n  binds soname \"\";\n}\n", "contract x \"1\" {\n  binds soname \"libfoo.so.1\";\n}\n",
      "t.lpcl:2:3: error: binding 'soname' has an empty pattern [empty-binding]\n  hint: write: binds soname \"libfoo.so.1\";"},
     {"unknown-provides", "contract x \"1\" {\n  provides pool omp;\n}\n", "contract x \"1\" {\n  provides region omp;\n}\n",

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "tests/tuner/analyze_support.h"
@@ -292,4 +293,92 @@ TEST(Hypotheses, RulesAreDataAndMalformedOnesAreReported) {
   ASSERT_EQ(rd.error_count(), 1u) << rd.str();
   EXPECT_NE(rd.str().find("broken.json"), std::string::npos);
   EXPECT_NE(rd.str().find("sideways"), std::string::npos);
+}
+
+// A library linked into the executable itself has no soname to bind. Three kinds of evidence
+// bind its contract: a defined symbol matching `binds symbol` (unstripped), the executable's name
+// matching `binds executable`, or the names of two env controls no other contract declares
+// among the executable's read-only strings (stripped). A name shared by several contracts, or a
+// single name, binds nothing.
+TEST(Compose, LibrariesLinkedIntoTheExecutableBindTheirContracts) {
+  testing_support::Scratch s("embedded");
+  const std::string contracts = (s.dir / "contracts").string();
+  fs::create_directories(contracts);
+  std::ofstream(contracts + "/foolib.lpcl") << R"(contract foolib "1.0" {
+  binds soname "libfoo.so.1";
+  binds symbol "foolib_*";
+  binds executable "foo-cli";
+  control FOOLIB_THREADS : env int in [0, 64] read_at init;
+  control FOOLIB_LEVEL : env int in [1, 19] read_at init;
+  control OMP_NUM_THREADS : env int in [1, 1024] read_at init;
+}
+)";
+  std::ofstream(contracts + "/barlib.lpcl") << R"(contract barlib "1.0" {
+  binds soname "libbar.so.1";
+  control OMP_NUM_THREADS : env int in [1, 1024] read_at init;
+  control GOMP_SPINCOUNT : env int read_at init;
+}
+)";
+  // The library's code, linked in: reads its two variables; foolib_init is its entry point.
+  s.write("foolib.c", R"(#include <stdlib.h>
+int foolib_init(void) { return atoi(getenv("FOOLIB_THREADS") ? getenv("FOOLIB_THREADS") : "0") +
+                               atoi(getenv("FOOLIB_LEVEL") ? getenv("FOOLIB_LEVEL") : "3"); }
+)");
+  s.write("main.c", "int foolib_init(void);\nint main(void) { return foolib_init() > 1000; }\n");
+  s.write("one.c", R"(#include <stdlib.h>
+int main(void) { return getenv("FOOLIB_THREADS") != 0; }
+)");
+  s.write("shared.c", R"(#include <stdlib.h>
+int main(void) { return (getenv("OMP_NUM_THREADS") != 0) + (getenv("GOMP_SPINCOUNT") != 0); }
+)");
+  const std::string unstripped = s.compile("app", "'" + s / "main.c" + "' '" + s / "foolib.c" + "'");
+  ASSERT_FALSE(unstripped.empty());
+  const std::string stripped = s.compile("app-stripped", "-s '" + s / "main.c" + "' '" + s / "foolib.c" + "'");
+  const std::string named = s.compile("foo-cli", "-s '" + s / "one.c" + "'");
+  const std::string one = s.compile("one-name", "-s '" + s / "one.c" + "'");
+  const std::string shared = s.compile("shared-names", "-s '" + s / "shared.c" + "'");
+  ASSERT_FALSE(stripped.empty() || named.empty() || one.empty() || shared.empty());
+
+  auto bound = [&](const std::string& binary, std::string* how = nullptr) {
+    ComposeOptions o;
+    o.binary = binary;
+    o.contract_dirs = {contracts};
+    o.synthesize = false;
+    Diagnostics d;
+    Composition c = compose(o, d);
+    std::set<std::string> names;
+    for (const auto& u : c.contracts) names.insert(u.contract.name);
+    for (const auto& l : c.libraries)
+      if (l.contract == "foolib" && how) *how = l.found_by;
+    return names;
+  };
+  std::string how;
+  EXPECT_EQ(bound(unstripped, &how), (std::set<std::string>{"foolib"}));
+  EXPECT_EQ(how, "embedded: defines foolib_init");
+  how.clear();
+  EXPECT_EQ(bound(stripped, &how), (std::set<std::string>{"foolib"}));
+  EXPECT_EQ(how, "embedded: holds the names FOOLIB_THREADS, FOOLIB_LEVEL");
+  how.clear();
+  EXPECT_EQ(bound(named, &how), (std::set<std::string>{"foolib"}));
+  EXPECT_EQ(how, "embedded: executable foo-cli");
+  EXPECT_TRUE(bound(one).empty()) << "one name alone binds nothing";
+  EXPECT_TRUE(bound(shared).empty()) << "OMP_NUM_THREADS is declared by two contracts; GOMP_SPINCOUNT alone is one name";
+}
+
+// Debian's zstd command links libzstd statically and is stripped: the corpus contract binds it
+// by the names its getenv calls read, and `analyze` sees zstd's controls.
+TEST(Compose, DebiansStaticZstdCommandBindsTheZstdContract) {
+  if (!fs::exists("/usr/bin/zstd")) GTEST_SKIP() << "Debian's zstd package is not installed";
+  ComposeOptions o;
+  o.binary = "/usr/bin/zstd";
+  o.contract_dirs = {std::string(SYSPILOT_TEST_PROGRAM_SOURCES) + "/../../../corpus"};
+  o.synthesize = false;
+  Diagnostics d;
+  Composition c = compose(o, d);
+  const ContractUse* z = c.find_contract("zstd");
+  ASSERT_TRUE(z) << d.str();
+  const Library* l = find_lib(c, "zstd (linked into zstd)");
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->found_by.rfind("embedded: ", 0), 0u) << l->found_by;
+  EXPECT_NE(d.str().find("embedded-library"), std::string::npos) << d.str();
 }
