@@ -76,8 +76,9 @@ void register_analyze(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand(
       "analyze",
       "Find which of an application's libraries will fight, why, and confirm or refute it by measurement.\n"
-      "Usage: syspilot analyze [OPTIONS] -- APP [ARGS...]. Exit 0: nothing confirmed; 1: a hypothesis is\n"
-      "confirmed or the application failed; 2: bad input.");
+      "Usage: syspilot analyze [OPTIONS] -- APP [ARGS...]. Exit 0: analysed (confirmed hypotheses are in the\n"
+      "report, not the exit status); 1: the application failed (crashed, hung) or the analysis could not be\n"
+      "done; 2: bad input.");
   cmd->add_option("app", a->app, "The application and its arguments (put them after --)")->required();
   cmd->add_option("--source", a->source, "Application source folder, scanned for library calls inside parallel regions");
   cmd->add_option("--manifest", a->manifest, "Libraries and nesting stated by hand (format: docs/analysis.md)");
@@ -150,7 +151,7 @@ void register_analyze(CLI::App& app, Context& ctx) {
     tuner::Analysis an = tuner::analyze(o);
     for (auto& d : an.diagnostics.items())
       if (d.code == "bad-manifest" || d.code == "bad-binary" || d.code == "no-rules" || d.code == "bad-rule" ||
-          d.code == "bad-region-rules") {
+          d.code == "bad-region-rules" || d.code == "bad-source-dir") {
         an.diagnostics.print(std::cerr);
         ctx.exit_code = kUsage;
         return;
@@ -164,9 +165,9 @@ void register_analyze(CLI::App& app, Context& ctx) {
         an.diagnostics.print(std::cerr);
       }
     }
-    bool findings = an.diagnostics.has_errors();
-    for (auto& h : an.hypotheses) findings |= h.verdict == tuner::Verdict::Confirmed;
-    ctx.exit_code = findings ? kFindings : kOk;
+    // Confirmed hypotheses are the report's findings, not a failure: a script reads them from
+    // --json. Exit 1 says the application itself failed (or the analysis could not be done).
+    ctx.exit_code = an.diagnostics.has_errors() ? kAppFailed : kOk;
   });
 }
 

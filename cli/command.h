@@ -1,6 +1,7 @@
 // How a stage adds its subcommands to the `syspilot` executable: one file per stage in cli/,
-// each with a static CommandRegistration. Exit codes: 0 ok, 1 findings or failure of the
-// checked thing, 2 usage or input error.
+// each with a static CommandRegistration. Exit codes, the same for every command: 0 ok, 1 the
+// checked thing failed (findings of a checker, an application that crashed or hung), 2 usage or
+// input error, 3 nothing to do (tune: no control to search), 130 interrupted (SIGINT).
 #pragma once
 #include <functional>
 #include <stdexcept>
@@ -10,7 +11,7 @@ namespace CLI { class App; }
 
 namespace syspilot::cli {
 
-enum Exit : int { kOk = 0, kFindings = 1, kUsage = 2 };
+enum Exit : int { kOk = 0, kFindings = 1, kAppFailed = 1, kUsage = 2, kNothingToDo = 3, kInterrupted = 130 };
 
 struct Context {
   int exit_code = kOk;  // set by the subcommand's callback
@@ -25,6 +26,17 @@ struct CommandRegistration {
 
 // Thrown by a command for an input problem (bad file, bad flag value): printed, exit 2.
 struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Thrown when the application under analysis or tuning failed (crashed, hung, every trial
+// failed): printed, exit 1.
+struct AppFailed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Thrown when there is nothing to do (tune: no control to search): printed, exit 3.
+struct NothingToDo : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 

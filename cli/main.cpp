@@ -7,6 +7,10 @@
 
 #include "cli/command.h"
 
+#ifndef SYSPILOT_VERSION
+#define SYSPILOT_VERSION "unknown"  // cli/CMakeLists.txt defines it from project(VERSION)
+#endif
+
 namespace syspilot::cli {
 namespace {
 std::vector<std::pair<int, Register>>& registry() {
@@ -25,7 +29,7 @@ int main(int argc, char** argv) {
   using namespace syspilot::cli;
   CLI::App app{"SysPilot: cross-library performance autotuning through Library Performance Contracts"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "syspilot 0.1.0");
+  app.set_version_flag("-V,--version", std::string("syspilot ") + SYSPILOT_VERSION, "Print the version and exit");
   Context ctx;
   auto& reg = registry();
   std::stable_sort(reg.begin(), reg.end(), [](auto& a, auto& b) { return a.first < b.first; });
@@ -38,6 +42,12 @@ int main(int argc, char** argv) {
   } catch (const UsageError& e) {
     std::cerr << "syspilot: error: " << e.what() << "\n";
     return kUsage;
+  } catch (const NothingToDo& e) {
+    std::cerr << "syspilot: " << e.what() << "\n";
+    return kNothingToDo;
+  } catch (const AppFailed& e) {
+    std::cerr << "syspilot: error: " << e.what() << "\n";
+    return kAppFailed;
   } catch (const std::exception& e) {
     std::cerr << "syspilot: error: " << e.what() << "\n";
     return kFindings;

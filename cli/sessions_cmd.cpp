@@ -116,13 +116,13 @@ void print_list(const SessionStore& s, bool json) {
     std::cerr << "no tuning sessions in " << s.path() << "\n";
     return;
   }
-  std::cout << std::left << std::setw(6) << "ID" << std::setw(14) << "STRATEGY" << std::setw(10) << "STATUS"
+  std::cout << std::left << std::setw(6) << "ID" << std::setw(14) << "STRATEGY" << std::setw(13) << "STATUS"
             << std::setw(8) << "TRIALS" << std::setw(9) << "RUNS" << std::setw(10) << "SPEEDUP" << std::setw(22)
             << "CREATED" << "COMMAND\n";
   for (auto& x : all) {
     auto trials = s.trials(x.id);
     SessionOutcome o = session_outcome(x, trials);
-    std::cout << std::setw(6) << x.id << std::setw(14) << x.strategy << std::setw(10) << x.status << std::setw(8)
+    std::cout << std::setw(6) << x.id << std::setw(14) << x.strategy << std::setw(13) << x.status << std::setw(8)
               << trials.size() << std::setw(9) << (std::to_string(o.runs) + "/" + std::to_string(x.budget))
               << std::setw(10) << (o.speedup > 0 ? fixed(o.speedup, 2) + "x" : "-") << std::setw(22) << x.created_at
               << command_line(x.argv) << "\n";

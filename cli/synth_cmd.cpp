@@ -22,7 +22,8 @@ namespace fs = std::filesystem;
 
 struct SynthArgs {
   std::vector<std::string> paths, includes, overlays;
-  std::string lib, version, llm_url, model, ca_file, output, db, facts_out;
+  std::string lib, version, version_deprecated, llm_url, model, ca_file, output, db, facts_out;
+  std::string scope = "library";
   int max_rounds = 3, max_tokens = 4096, max_retries = 4;
   double timeout_s = 60;
   size_t budget = 6000;
@@ -52,8 +53,15 @@ void append(extract::Facts& into, extract::Facts&& f) {
 }
 
 // Facts from PATHs: *.json files are facts documents (docs/facts.md); the rest are scanned.
+// Only the facts of `scope` are kept, from either (a facts file may hold every scope).
 extract::Facts facts_from_paths(const std::vector<std::string>& paths, const std::string& lib,
-                                const std::vector<std::string>& includes) {
+                                const std::vector<std::string>& includes, const std::string& scope = "library") {
+  std::vector<std::string> keep;
+  try {
+    keep = extract::scopes(scope);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("synth: --scope: ") + e.what());
+  }
   extract::Facts all;
   std::vector<std::string> scan;
   for (auto& p : paths) {
@@ -76,8 +84,10 @@ extract::Facts facts_from_paths(const std::vector<std::string>& paths, const std
     o.paths = scan;
     o.library = lib;
     o.include_dirs = includes;
+    o.scope = scope;
     append(all, extract::extract(o));
   }
+  extract::keep_scopes(all, keep);
   if (!lib.empty()) all.library = lib;
   return all;
 }
@@ -120,7 +130,7 @@ void run_synth(const SynthArgs& a, Context& ctx) {
   }
   if (!a.quiet) o.progress = [](const std::string& s) { std::cerr << "synth: " << s << "\n"; };
 
-  extract::Facts facts = facts_from_paths(a.paths, a.lib, a.includes);
+  extract::Facts facts = facts_from_paths(a.paths, a.lib, a.includes, a.scope);
   if (!a.facts_out.empty()) {
     std::ofstream out(a.facts_out, std::ios::binary);
     out << extract::to_json(facts).dump(1) << "\n";
@@ -224,7 +234,10 @@ CommandRegistration reg(30, [](CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("synth", "Draft, validate and repair the contract of a library from its facts");
   cmd->add_option("paths", a->paths, "Sources, headers, docs, shared objects, or facts files (*.json)")->required();
   cmd->add_option("--lib", a->lib, "Library (contract) name")->required();
-  cmd->add_option("--version", a->version, "Library version")->required();
+  cmd->add_option("--lib-version", a->version, "Library version (required)");
+  // Before --lib-version, `synth --version` named the library's version; it still does, with a
+  // warning, so that scripts keep working. It is not `syspilot --version` (the command's own).
+  cmd->add_option("--version", a->version_deprecated, "Deprecated: use --lib-version")->group("");
   cmd->add_option("--llm", a->llm_url, "OpenAI-compatible endpoint (default: $SYSPILOT_LLM_URL; none: offline drafter)");
   cmd->add_option("--model", a->model, "Model name (default: $SYSPILOT_LLM_MODEL)");
   cmd->add_option("--ca-file", a->ca_file, "PEM file of a private CA for an HTTPS endpoint");
@@ -238,10 +251,23 @@ CommandRegistration reg(30, [](CLI::App& app, Context& ctx) {
   cmd->add_option("-o,--output", a->output, "Write the contract here instead of stdout");
   cmd->add_option("--db", a->db, "Contract store (default: $SYSPILOT_DB or the XDG data folder)");
   cmd->add_flag("--no-store", a->no_store, "Do not store the contract or cache answers");
+  cmd->add_option("--scope", a->scope,
+                  "Facts a contract may claim, by the code they come from: library (default), or a comma list "
+                  "such as library,tool for a library whose command-line tool reads its own variables");
   cmd->add_option("--facts-out", a->facts_out, "Also write the facts used, as JSON");
   cmd->add_flag("--json", a->json, "Print the result (contract, rounds, diagnostics) as JSON");
   cmd->add_flag("-q,--quiet", a->quiet, "No progress lines");
-  cmd->callback([a, &ctx] { run_synth(*a, ctx); });
+  cmd->callback([a, &ctx] {
+    if (!a->version_deprecated.empty()) {
+      std::cerr << "syspilot synth: warning: --version is deprecated here; use --lib-version\n";
+      if (!a->version.empty() && a->version != a->version_deprecated)
+        throw UsageError("synth: --lib-version " + a->version + " and --version " + a->version_deprecated +
+                         " disagree; give --lib-version only");
+      a->version = a->version_deprecated;
+    }
+    if (a->version.empty()) throw UsageError("synth: --lib-version V is required (the library's version)");
+    run_synth(*a, ctx);
+  });
 
   auto b = std::make_shared<BenchArgs>();
   auto* bench = app.add_subcommand("synth-bench", "Offline synthesis throughput and prompt sizes over the corpus");

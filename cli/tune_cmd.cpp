@@ -1,20 +1,30 @@
 // `syspilot tune -- APP ARGS...`: analyse the application, search the controls its confirmed
 // hypotheses name, print the best configuration as shell assignments, keep the session in the
-// store so that it can be resumed.
+// store so that it can be resumed. Options are checked against the composition before anything
+// runs; --dry-run stops there; Ctrl-C marks the session interrupted.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <pthread.h>
 #include <regex>
+#include <set>
+#include <thread>
 #include <unistd.h>
 #include <sstream>
 
 #include "cli/command.h"
+#include "cli/tune_validate.h"
 #include "store/store.h"
 #include "tuner/analyze.h"
 #include "tuner/measure.h"
@@ -45,7 +55,133 @@ struct TuneArgs {
   int verify = 5;
   int max_repeats = 3;
   std::vector<std::string> compare;
+  bool dry_run = false;
   std::vector<std::string> argv;
+};
+
+// Ctrl-C (SIGINT) or SIGTERM while tune runs: a thread waits for the signal, which every other
+// thread of this process has blocked. It stops the main thread at its next run boundary (the
+// run it was in comes back killed and is not stored as a trial), kills the running runs'
+// process groups, marks the session "interrupted" in the store, says how to resume it and exits
+// 128 + the signal (130 for SIGINT).
+class Interruption {
+ public:
+  explicit Interruption(std::string db) : db_(std::move(db)) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, &old_);
+    watcher_ = std::thread([this, set] { watch(set); });
+  }
+  ~Interruption() {
+    checkpoint();
+    stopping_ = true;
+    pthread_kill(watcher_.native_handle(), SIGTERM);
+    watcher_.join();
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  Interruption(const Interruption&) = delete;
+  Interruption& operator=(const Interruption&) = delete;
+
+  // The session a stop marks interrupted; `finished`: its search is over and stored (the closing
+  // re-measurement is not part of it), so a stop leaves it as it is.
+  void session(std::int64_t id, bool finished = false) {
+    finished_ = finished;
+    id_ = id;
+  }
+  bool interrupted() const { return interrupted_; }
+  // The main thread between runs: once interrupted it waits here for the watcher to end the
+  // process, so that it neither starts another run nor stores the killed one.
+  void checkpoint() {
+    if (!interrupted_) return;
+    held_ = true;
+    for (;;) ::pause();
+  }
+
+ private:
+  void watch(sigset_t set) {
+    int sig = 0;
+    if (sigwait(&set, &sig) != 0 || stopping_) return;
+    interrupted_ = true;
+    // Runs the main thread starts before it reaches a checkpoint are killed as they come (the
+    // analysis' probes, one after another); it gets there within a few killed runs.
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    do {
+      kill_runs();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    } while (!held_ && std::chrono::steady_clock::now() < until);
+    kill_runs();
+    std::string line;
+    if (std::int64_t id = id_; id > 0 && finished_) {
+      line = "tune: interrupted after session " + std::to_string(id) + " was finished and stored; see it with: " +
+             "syspilot sessions show " + std::to_string(id) + " --db " + shell_quote(db_) + "\n";
+    } else if (id > 0) {
+      try {
+        SessionStore(db_).finish(id, "interrupted");
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "tune: could not mark session %lld interrupted: %s\n", static_cast<long long>(id),
+                     e.what());
+      }
+      line = "tune: interrupted; resume with: syspilot tune --resume " + std::to_string(id) + " --db " +
+             shell_quote(db_) + "\n";
+    } else {
+      line = "tune: interrupted before a session was stored; nothing to resume\n";
+    }
+    std::fputs(line.c_str(), stderr);
+    std::fflush(stderr);
+    std::_Exit(128 + sig);
+  }
+
+  // The runs are this process' children, each leading its own process group (tuner/run.cpp);
+  // a child in this process' group (the Optuna bridge) ends with it.
+  static void kill_runs() {
+    const pid_t self = ::getpid();
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream in(e.path() / "stat");
+      std::string stat;
+      std::getline(in, stat);
+      auto close = stat.rfind(')');
+      if (close == std::string::npos) continue;
+      std::istringstream fields(stat.substr(close + 1));
+      std::string state;
+      long ppid = 0, pgrp = 0;
+      fields >> state >> ppid >> pgrp;
+      const long pid = std::stol(name);
+      if (ppid == self && pgrp == pid) ::kill(static_cast<pid_t>(-pid), SIGKILL);
+    }
+  }
+
+  std::string db_;
+  sigset_t old_{};
+  std::thread watcher_;
+  std::atomic<std::int64_t> id_{0};
+  std::atomic<bool> interrupted_{false}, held_{false}, stopping_{false}, finished_{false};
+};
+
+// The live objective behind an interruption checkpoint on each side of every run.
+class InterruptibleObjective final : public Objective {
+ public:
+  InterruptibleObjective(Objective& inner, Interruption& stop) : inner_(inner), stop_(stop) {}
+  Measurement evaluate(const Config& c) override {
+    stop_.checkpoint();
+    Measurement m = inner_.evaluate(c);
+    stop_.checkpoint();
+    return m;
+  }
+  Measurement evaluate_within(const Config& c, double limit_s) override {
+    stop_.checkpoint();
+    Measurement m = inner_.evaluate_within(c, limit_s);
+    stop_.checkpoint();
+    return m;
+  }
+
+ private:
+  Objective& inner_;
+  Interruption& stop_;
 };
 
 SpaceEdits parse_edits(const TuneArgs& a) {
@@ -115,7 +251,140 @@ std::string speedup_text(double speedup, double spread) {
   return fixed(speedup) + "x +-" + pct(spread);
 }
 
-int run_tune(TuneArgs a) {
+// Verification runs `--verify N` adds after the budget: N interleaved pairs and a warm-up of each.
+// The strategy `name` over `space`; an unknown name is a usage error.
+std::unique_ptr<Strategy> strategy_or_usage(const std::string& name, const Space& space, const std::vector<Guide>& gs,
+                                            const MachineFacts& machine, std::uint64_t seed) {
+  StrategyContext ctx;
+  ctx.guides = gs;
+  ctx.machine = machine;
+  ctx.seed = seed;
+  try {
+    return make_strategy(name, space, ctx);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+}
+
+int verification_runs(int pairs) { return pairs > 0 ? 2 * pairs + 2 : 0; }
+
+// --dry-run: what a session would search and try, from the composition and its hypotheses
+// alone (profiling runs the application, so every hypothesis stays undecided), without a run.
+int dry_run(const TuneArgs& a, const Composition& comp, const SpaceEdits& edits, const MachineFacts& machine,
+            const std::vector<std::string>& strategies) {
+  Diagnostics diags;
+  std::vector<Hypothesis> hs = hypothesize(comp, diags);
+  std::vector<Guide> gs = guides(hs, true);
+  Space space = build_space(contracts_of(comp), gs, a.space == "all" ? SpaceScope::All : SpaceScope::Hypotheses,
+                            edits, machine, diags);
+  for (const auto& d : diags.items())
+    if (d.severity != Severity::Note) std::cerr << d.str() << "\n";
+  std::set<std::map<std::string, std::string>> probes;
+  for (const auto& h : hs)
+    if (!h.probe.empty()) probes.insert(h.probe);
+
+  std::ostream& out = std::cout;
+  out << "# dry run of syspilot tune: nothing was run\n";
+  out << "composition: " << comp.libraries.size() << " libraries, " << comp.contracts.size() << " contracts";
+  for (size_t i = 0; i < comp.contracts.size(); ++i)
+    out << (i ? ", " : " (") << comp.contracts[i].contract.name << (i + 1 == comp.contracts.size() ? ")" : "");
+  out << "\n";
+  if (hs.empty())
+    out << "hypotheses: none\n";
+  else
+    out << "hypotheses: " << hs.size() << ", undecided (the profile that confirms or refutes them runs the "
+        << "application: skipped; their controls are searched as undecided)\n";
+  for (const auto& h : hs) {
+    out << "  " << h.id;
+    for (size_t i = 0; i < h.controls.size(); ++i) out << (i ? ", " : "  controls ") << h.controls[i];
+    out << "\n";
+  }
+  if (space.params.empty())
+    throw NothingToDo("nothing to tune: no hypothesis of " + a.argv[0] +
+                      " names a control; try --space all, or name controls with --add NAME=V1,V2");
+  out << "space: " << space.params.size() << " controls, " << space.size() << " configurations\n";
+  for (const auto& p : space.params) {
+    out << "  " << p.name << " (" << (p.library.empty() ? "?" : p.library) << "):";
+    for (const auto& v : p.values) out << " " << v;
+    if (!p.default_value.empty()) out << "  [default " << p.default_value << "]";
+    out << "\n";
+  }
+  out << "constraints:" << (space.constraints.empty() ? " none" : "") << "\n";
+  for (const auto& c : space.constraints) out << "  " << c << "\n";
+
+  const int verify_runs = verification_runs(a.verify);
+  for (const auto& name : strategies) {
+    std::unique_ptr<Strategy> strategy = strategy_or_usage(name, space, gs, machine, a.seed);
+    // tune()'s loop without measuring: the default first as the reference, then the
+    // strategy's proposals, each answered with the same value (no configuration is known to
+    // be better), one run each, until the budget.
+    std::vector<Trial> history;
+    Trial ref;
+    ref.config = {};
+    ref.strategy = "reference";
+    ref.m.ok = true;
+    ref.m.value = 1;
+    ref.m.repeats = std::min(2, a.max_repeats);
+    ref.m.samples.assign(ref.m.repeats, 1.0);
+    history.push_back(ref);
+    int runs = ref.m.repeats, duplicates = 0;
+    std::vector<Config> planned = {Config{}};
+    while (runs < a.budget && duplicates <= 50) {
+      std::optional<Config> next = strategy->next(history);
+      if (!next) break;
+      Trial t;
+      t.index = static_cast<int>(history.size());
+      t.config = *next;
+      t.strategy = name;
+      t.m.ok = true;
+      t.m.value = 1;
+      bool seen = std::any_of(history.begin(), history.end(), [&](const Trial& h) { return h.config == *next; });
+      if (seen) {
+        ++duplicates;
+        history.push_back(t);  // a measured configuration costs no run
+        continue;
+      }
+      duplicates = 0;
+      t.m.repeats = 1;
+      t.m.samples = {1.0};
+      history.push_back(t);
+      planned.push_back(*next);
+      ++runs;
+    }
+    out << "planned candidates (strategy " << name << ", in order, before any measurement steers it):\n";
+    for (size_t i = 0; i < planned.size(); ++i)
+      out << "  " << i + 1 << "  " << (planned[i].empty() ? "default (the reference)" : to_string(planned[i])) << "\n";
+    // The analysis always takes its first default run and one run per probe, even past the budget.
+    const int analysis_runs = name == "syspilot" ? 1 + static_cast<int>(probes.size()) : 0;
+    out << "planned runs: at most " << std::max(a.budget, analysis_runs) + verify_runs << " (the budget's " << a.budget;
+    if (name == "syspilot")
+      out << ", the analysis' " << analysis_runs << " or more profiling runs (a default run, one per probe) included";
+    out << "; " << verify_runs << " to re-measure the default against the best";
+    if (a.verify > 0) out << ": " << a.verify << " interleaved pairs and a warm-up of each";
+    out << ")\n";
+  }
+  return kOk;
+}
+
+int run_tune(TuneArgs a, Interruption* stop) {
+  // Checks that need nothing but the command line, before anything is opened or run.
+  if (!a.metric.empty()) {
+    try {
+      std::regex check(a.metric, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      throw UsageError("--metric '" + a.metric + "' is not a valid regular expression (" + e.what() + ")");
+    }
+  }
+  std::vector<std::string> strategies = a.compare.empty() ? std::vector<std::string>{a.strategy} : a.compare;
+  for (const auto& s : strategies)
+    if (std::find(strategy_names().begin(), strategy_names().end(), s) == strategy_names().end())
+      throw UsageError("--compare: unknown strategy '" + s + "'; use syspilot, random, grid, optuna-tpe, optuna-cmaes");
+  SpaceEdits edits = parse_edits(a);
+  std::error_code fs_ec;
+  if (!a.source.empty() && !std::filesystem::is_directory(a.source, fs_ec))
+    throw UsageError("--source '" + a.source + "' is not a folder");
+  if (!a.manifest.empty() && !std::filesystem::is_regular_file(a.manifest, fs_ec))
+    throw UsageError("--manifest '" + a.manifest + "' cannot be read");
   std::string db = a.db.empty() ? store::default_db_path() : a.db;
   std::unique_ptr<SessionStore> sessions;
   try {
@@ -135,8 +404,11 @@ int run_tune(TuneArgs a) {
 
   if (a.resume > 0) {
     auto s = sessions->get(a.resume);
-    if (!s) throw UsageError("no tuning session " + std::to_string(a.resume) + " in " + db + "; list them with sqlite3 " + db + " 'SELECT id, argv FROM tune_sessions'");
+    if (!s)
+      throw UsageError("no tuning session " + std::to_string(a.resume) + " in " + db +
+                       "; list them with: syspilot sessions list --db " + shell_quote(db));
     id = s->id;
+    if (stop) stop->session(id);
     if (!a.argv.empty() && a.argv != s->argv)
       throw UsageError("session " + std::to_string(id) + " tunes a different command; drop the command after -- to resume it");
     a.argv = s->argv;
@@ -164,20 +436,37 @@ int run_tune(TuneArgs a) {
     std::string binary = resolve_binary(a.argv[0]);
     if (!std::filesystem::exists(binary))
       throw UsageError("application '" + a.argv[0] + "' not found; give its path after --");
+    // Composition reads the binary and the contracts, and runs nothing: the controls it knows
+    // check --pin/--add/--drop before the analysis' first run.
+    ComposeOptions co;
+    co.binary = binary;
+    co.source_dir = a.source;
+    co.manifest = a.manifest;
+    co.store_path = db;
+    co.args = a.argv;
+    Diagnostics cdiags;
+    Composition comp = compose(co, cdiags);
+    for (const auto& d : cdiags.items())
+      if (d.severity == Severity::Error && (d.code == "bad-manifest" || d.code == "bad-source-dir"))
+        throw UsageError(d.str());
+    validate_edits(edits, comp, machine);
+    if (a.dry_run) return dry_run(a, comp, edits, machine, strategies);
     std::cerr << "tune: analysing " << a.argv[0] << " (composition, hypotheses, profile)\n";
     AnalyzeOptions ao;
-    ao.compose.binary = binary;
-    ao.compose.source_dir = a.source;
-    ao.compose.manifest = a.manifest;
-    ao.compose.store_path = db;
+    ao.compose = co;
     ao.profile.run.argv = a.argv;
     ao.profile.run.timeout_s = a.timeout;
     // The analysis' runs are charged to syspilot's budget: its extra pairs (a probe too close
     // to a threshold to call) take at most half of it, leaving the rest to the search.
     ao.profile.max_runs = a.budget / 2;
     Analysis an = analyze(ao);
+    if (stop) stop->checkpoint();  // interrupted during the analysis: its killed runs are no trials
     for (const auto& d : an.diagnostics.items())
-      if (d.severity != Severity::Note) std::cerr << d.str() << "\n";
+      if (d.severity != Severity::Note && d.code != "application-failed") std::cerr << d.str() << "\n";
+    // The application failed under its defaults (crashed, hung): no reference to tune against.
+    for (const auto& d : an.diagnostics.items())
+      if (d.code == "application-failed")
+        throw AppFailed(d.message + "; tune needs a default run that works" + (d.hint.empty() ? "" : ": " + d.hint));
     gs = guides(an.hypotheses);
     if (gs.empty() && a.space == "hypotheses") {
       auto unknown = guides(an.hypotheses, true);
@@ -192,12 +481,12 @@ int run_tune(TuneArgs a) {
                 << (h.reason.empty() ? "" : " (" + h.reason + ")") << "\n";
     Diagnostics diags;
     space = build_space(contracts_of(an.composition), gs, a.space == "all" ? SpaceScope::All : SpaceScope::Hypotheses,
-                        parse_edits(a), machine, diags);
+                        edits, machine, diags);
     for (const auto& d : diags.items())
       if (d.severity != Severity::Note) std::cerr << d.str() << "\n";
     if (space.params.empty())
-      throw UsageError("nothing to tune: no confirmed hypothesis names a control of " + a.argv[0] +
-                       "; try --space all, or name controls with --add NAME=V1,V2");
+      throw NothingToDo("nothing to tune: no confirmed hypothesis names a control of " + a.argv[0] +
+                        "; try --space all, or name controls with --add NAME=V1,V2");
     // The analysis ran the application already: with wall time as the objective, its default
     // runs are syspilot's reference and each probe inside the space a trial, charged to the
     // budget like every other run (a metric or score was not read from them).
@@ -220,10 +509,6 @@ int run_tune(TuneArgs a) {
                                         {"analysis_spent", analysis_spent}}
                             .dump();
   }
-  std::vector<std::string> strategies = a.compare.empty() ? std::vector<std::string>{a.strategy} : a.compare;
-  for (const auto& s : strategies)
-    if (std::find(strategy_names().begin(), strategy_names().end(), s) == strategy_names().end())
-      throw UsageError("--compare: unknown strategy '" + s + "'; use syspilot, random, grid, optuna-tpe, optuna-cmaes");
   std::cerr << "tune: " << space.params.size() << " controls, " << space.size() << " configurations, budget "
             << a.budget << " runs per strategy\n";
   if (a.cap_factor > 0)
@@ -236,12 +521,15 @@ int run_tune(TuneArgs a) {
   os.metric_regex = a.metric;
   os.maximize = a.maximize;
   os.score_cmd = a.score_cmd;
-  std::unique_ptr<LiveObjective> objective;
+  std::unique_ptr<LiveObjective> live;
   try {
-    objective = std::make_unique<LiveObjective>(space, os);
+    live = std::make_unique<LiveObjective>(space, os);
   } catch (const std::regex_error& e) {
     throw UsageError("--metric '" + a.metric + "' is not a valid regular expression (" + e.what() + ")");
   }
+  std::unique_ptr<Objective> guarded;
+  if (stop) guarded = std::make_unique<InterruptibleObjective>(*live, *stop);
+  Objective* objective = guarded ? guarded.get() : live.get();
 
   struct Done {
     std::string strategy;
@@ -256,17 +544,9 @@ int run_tune(TuneArgs a) {
       si.strategy = name;
       id = sessions->create(si);
     }
+    if (stop) stop->session(id);
     std::cerr << "tune: session " << id << " in " << db << ", strategy " << name << "\n";
-    StrategyContext ctx;
-    ctx.guides = gs;
-    ctx.machine = machine;
-    ctx.seed = a.seed;
-    std::unique_ptr<Strategy> strategy;
-    try {
-      strategy = make_strategy(name, space, ctx);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
+    std::unique_ptr<Strategy> strategy = strategy_or_usage(name, space, gs, machine, a.seed);
     TuneOptions to;
     to.budget = a.budget;
     to.max_repeats = a.max_repeats;
@@ -314,6 +594,7 @@ int run_tune(TuneArgs a) {
     to.progress = [](const std::string& line) { std::cerr << "tune: " << line << "\n"; };
     TuneResult res = tune(*strategy, *objective, to);
     sessions->finish(id, res.best >= 0 ? "finished" : "failed");
+    if (stop) stop->session(id, true);
     std::optional<Verification> ver;
     if (res.best >= 0 && a.verify > 0 && !res.trials[res.best].config.empty() && res.reference >= 0) {
       std::cerr << "tune: re-measuring default and best, " << a.verify
@@ -337,7 +618,7 @@ int run_tune(TuneArgs a) {
       write_report(a.report, ri);
     } catch (const std::exception& e) {
       std::cerr << "tune: " << e.what() << "\n";
-      return kFindings;
+      return kUsage;  // the report's path
     }
     std::cerr << "tune: report written to " << a.report << "\n";
   }
@@ -356,7 +637,7 @@ int run_tune(TuneArgs a) {
                 << d.res.trials.size() << std::setw(44) << cfg << (cfg.size() >= 44 ? "  " : "")
                 << speedup_text(sp, spr) << "\n";
     }
-    return std::all_of(done.begin(), done.end(), [](const Done& d) { return d.res.best >= 0; }) ? kOk : kFindings;
+    return std::all_of(done.begin(), done.end(), [](const Done& d) { return d.res.best >= 0; }) ? kOk : kAppFailed;
   }
 
   const Done& d = done.front();
@@ -367,21 +648,36 @@ int run_tune(TuneArgs a) {
                 << " runs were spent before the search (raise --budget)\n";
     else
       std::cerr << "tune: every trial failed; the last failure: " << res.trials.back().m.failure << "\n";
-    return kFindings;
+    return kAppFailed;
   }
   const Trial& best = res.trials[res.best];
   auto [speedup, spread] = speedup_of(d);
   std::string basis = d.ver && d.ver->ok
                           ? "fresh re-measurement, median of " + std::to_string(a.verify) + " interleaved pairs"
                           : "trial medians";
+  std::ostream& info = a.export_only ? std::cerr : std::cout;
+  const std::string tally = std::to_string(res.trials.size()) + " trials (" + std::to_string(res.capped) +
+                            " capped), " + std::to_string(res.runs) + "/" + std::to_string(a.budget) +
+                            " runs, noise +-" + pct(res.noise) + ", stopped: " + res.stop_reason;
+  // Keep the defaults unless the best beat them beyond the noise: the lower end of its
+  // speedup's interval (the re-measurement's spread, else the trials') above 1, and the gain
+  // larger than the run-to-run noise of the trials. A speedup without a ratio (a metric of 0)
+  // is not judged.
+  const bool keep_defaults =
+      best.config.empty() || (speedup > 0 && (speedup * (1 - spread) <= 1 || speedup - 1 <= res.noise));
+  if (keep_defaults) {
+    info << "# keep your defaults: no configuration beat the default beyond noise (speedup "
+         << speedup_text(speedup, spread) << ")\n";
+    if (!best.config.empty())
+      info << "# best tried, not exported: " << to_string(best.config) << " (" << basis << ")\n";
+    info << "# " << tally << "\n";
+    info << "# session " << d.id << " (continue with: syspilot tune --resume " << d.id << " --budget N)\n";
+    return kOk;
+  }
   auto env = environment_for(space, best.config, shim_path(), inherited_environment());
   auto confirms = confirmed_by(best.config, gs, space, machine);
-  std::ostream& info = a.export_only ? std::cerr : std::cout;
   for (const auto& [k, v] : env) std::cout << (a.export_only ? "export " : "") << k << "=" << shell_quote(v) << "\n";
-  if (env.empty()) info << "# the default configuration is the best found\n";
-  info << "# speedup " << speedup_text(speedup, spread) << " over the default (" << basis << "); "
-       << res.trials.size() << " trials (" << res.capped << " capped), " << res.runs << "/" << a.budget
-       << " runs, noise +-" << pct(res.noise) << ", stopped: " << res.stop_reason << "\n";
+  info << "# speedup " << speedup_text(speedup, spread) << " over the default (" << basis << "); " << tally << "\n";
   if (!confirms.empty()) {
     info << "# confirms:";
     for (const auto& c : confirms) info << " " << c;
@@ -435,6 +731,9 @@ CommandRegistration reg(60, [](CLI::App& app, Context& ctx) {
                   "Run these strategies one after another on the same space and budget; print them side by side")
       ->delimiter(',')
       ->allow_extra_args(false);
+  cmd->add_flag("--dry-run", a->dry_run,
+                "Compose and derive hypotheses without running the application; print the space, the constraints, the "
+                "planned candidates and runs, and exit");
   cmd->add_option("command", a->argv, "The application and its arguments, after --");
   cmd->callback([a, &ctx] {
     if (a->maximize && a->metric.empty() && a->score_cmd.empty())
@@ -442,7 +741,19 @@ CommandRegistration reg(60, [](CLI::App& app, Context& ctx) {
     if (!a->metric.empty() && !a->score_cmd.empty()) throw UsageError("give --metric or --score-cmd, not both");
     if (!a->compare.empty() && a->resume) throw UsageError("--compare starts new sessions; it cannot --resume one");
     if (!a->compare.empty() && a->export_only) throw UsageError("--compare prints a table; it cannot --export");
-    ctx.exit_code = run_tune(*a);
+    if (a->dry_run && a->resume) throw UsageError("--dry-run plans a new session; it cannot --resume one");
+    if (a->dry_run) {
+      ctx.exit_code = run_tune(*a, nullptr);
+      return;
+    }
+    std::string db = a->db.empty() ? store::default_db_path() : a->db;
+    Interruption stop(db);
+    try {
+      ctx.exit_code = run_tune(*a, &stop);
+    } catch (...) {
+      stop.checkpoint();  // interrupted: what failed was a run killed on the way out
+      throw;
+    }
   });
 });
 

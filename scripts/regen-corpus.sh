@@ -70,7 +70,7 @@ PY
   fi
   overlay=()
   [ -f "$corpus/overlays/$lib.lpcl" ] && overlay=(--overlay "$corpus/overlays/$lib.lpcl")
-  if "$syspilot" synth "$facts" --lib "$lib" --version "$version" "${overlay[@]}" --no-store -q \
+  if "$syspilot" synth "$facts" --lib "$lib" --lib-version "$version" "${overlay[@]}" --no-store -q \
        -o "$corpus/$lib.lpcl"; then
     echo "regen-corpus: $lib $version ok" >&2
   else

@@ -23,7 +23,7 @@ struct SessionInfo {
   std::string space_json;          // space_to_json() of the space searched
   std::string guides_json;         // guides_to_json() of the hypotheses that guided it
   std::string options_json;        // the remaining settings (objective, timeout, ...), as the CLI wrote them
-  std::string status;              // running | finished | failed
+  std::string status;              // running | finished | failed | interrupted
   std::string created_at, finished_at;
 };
 

@@ -34,7 +34,7 @@ TEST(SynthCli, OfflineWritesTheContractAndSaysWhichDrafter) {
   std::filesystem::remove(out);
   std::filesystem::remove(db);  // a store left by another run or version must not decide the outcome
   std::string err;
-  EXPECT_EQ(run("env -u SYSPILOT_LLM_URL " + kBin + " synth " + kFacts + " --lib zstd --version 1.5.4 --db " + db + " -o " + out, &err), 0) << err;
+  EXPECT_EQ(run("env -u SYSPILOT_LLM_URL " + kBin + " synth " + kFacts + " --lib zstd --lib-version 1.5.4 --db " + db + " -o " + out, &err), 0) << err;
   EXPECT_NE(err.find("drafter offline (deterministic rules, no LLM)"), std::string::npos) << err;
   EXPECT_NE(err.find("stored as #"), std::string::npos) << err;
   std::ifstream in(out);
@@ -45,9 +45,9 @@ TEST(SynthCli, OfflineWritesTheContractAndSaysWhichDrafter) {
 
 TEST(SynthCli, BadInputIsAUsageError) {
   std::string err;
-  EXPECT_EQ(run(kBin + " synth /no/such/path --lib x --version 1 --no-store", &err), 2);
+  EXPECT_EQ(run(kBin + " synth /no/such/path --lib x --lib-version 1 --no-store", &err), 2);
   EXPECT_NE(err.find("/no/such/path"), std::string::npos) << err;
-  EXPECT_EQ(run(kBin + " synth " + kFacts + " --lib x --version 1 --no-store --llm http://127.0.0.1:1", &err), 2);
+  EXPECT_EQ(run(kBin + " synth " + kFacts + " --lib x --lib-version 1 --no-store --llm http://127.0.0.1:1", &err), 2);
   EXPECT_NE(err.find("--model"), std::string::npos) << err;
 }
 
@@ -59,7 +59,7 @@ TEST(SynthCli, EmptyFolderIsAUsageErrorAndStoresNothing) {
   std::filesystem::remove(db);
   std::filesystem::create_directories(dir);
   std::string err;
-  EXPECT_EQ(run("env -u SYSPILOT_LLM_URL " + kBin + " synth " + dir + " --lib empty --version 1 --db " + db, &err), 2)
+  EXPECT_EQ(run("env -u SYSPILOT_LLM_URL " + kBin + " synth " + dir + " --lib empty --lib-version 1 --db " + db, &err), 2)
       << err;
   EXPECT_NE(err.find("no facts about empty in " + dir), std::string::npos) << err;
   EXPECT_NE(err.find("source tree, public headers, documentation or shared object"), std::string::npos) << err;
@@ -70,7 +70,7 @@ TEST(SynthCli, NeverConvergingExitsOne) {
   testsupport::FakeLlmServer s;
   s.fallback(testsupport::ScriptedReply::answer(testing::kSyntaxError));
   std::string err;
-  EXPECT_EQ(run(kBin + " synth " + kFacts + " --lib zstd --version 1.5.4 --no-store --llm " + s.url() +
+  EXPECT_EQ(run(kBin + " synth " + kFacts + " --lib zstd --lib-version 1.5.4 --no-store --llm " + s.url() +
                     " --model m --max-rounds 1",
                 &err),
             1)

@@ -161,16 +161,13 @@ TEST(AnalyzeCli, JsonFollowsTheDocumentedSchema) {
   std::string cli = SYSPILOT_CLI;
   Cmd r = sh(cli + " analyze --json --no-synth --contracts " + SYSPILOT_TEST_CONTRACTS + " --source " +
              src.dir.string() + " -- " + program("omp_blas") + " 1500 128");
-  ASSERT_TRUE(r.rc == 0 || r.rc == 1) << r.rc << r.out;
+  ASSERT_EQ(r.rc, 0) << r.out;  // confirmed or not: findings are in the report, not the exit status
   auto j = nlohmann::json::parse(r.out);
   for (const char* k : {"libraries", "contracts", "hypotheses", "signals"}) EXPECT_TRUE(j.contains(k)) << k;
   ASSERT_FALSE(j["hypotheses"].empty());
   for (auto& h : j["hypotheses"])
     for (const char* k : {"id", "kind", "libraries", "verdict", "evidence", "controls", "constraint"})
       EXPECT_TRUE(h.contains(k)) << k;
-  bool confirmed = false;
-  for (auto& h : j["hypotheses"]) confirmed |= h["verdict"] == "confirmed";
-  EXPECT_EQ(r.rc, confirmed ? 1 : 0);
   EXPECT_GT(j["signals"]["wall_s"].get<double>(), 0);
 }
 

@@ -37,7 +37,7 @@ RunResult tune_cli(std::vector<std::string> args) {
 }  // namespace
 
 // The brief's case: `bash batch.sh` (xargs -P 2 over an OpenMP program). The analysis derives
-// process oversubscription from the children; tune answers with a per-process thread count.
+// process oversubscription from the children; tune tries a per-process thread count.
 TEST(TuneProcesses, BatchScriptGetsPerProcessThreads) {
   if (online_cpus() < 2) GTEST_SKIP() << "one CPU: one thread per process is the default";
   Scratch s("tune-batch");
@@ -49,11 +49,18 @@ TEST(TuneProcesses, BatchScriptGetsPerProcessThreads) {
   RunResult r = tune_cli({"--db", s / "t.db", "--budget", "6", "--verify", "0", "--", "bash", script});
   ASSERT_TRUE(r.ok()) << (magick ? "ImageMagick: " : "omp_loop: ") << r.failure << "\n" << r.stderr_text;
   EXPECT_NE(r.stderr_text.find("hypothesis process_oversubscription:libgomp:"), std::string::npos) << r.stderr_text;
+  // The search tries a per-process thread count within the machine: 2 processes at a time.
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.stdout_text, m, std::regex("(^|\\n)OMP_NUM_THREADS=([0-9]+)\\n")))
-      << "stdout:\n" << r.stdout_text << "\nstderr:\n" << r.stderr_text;
-  // processes x threads within the machine: 2 processes at a time.
-  EXPECT_LE(2 * std::stoi(m[2]), std::max(2, online_cpus())) << r.stdout_text;
+  ASSERT_TRUE(std::regex_search(r.stderr_text, m, std::regex("trial [0-9]+ +runs [0-9]+/[0-9]+ +OMP_NUM_THREADS=([0-9]+) ")))
+      << r.stderr_text;
+  EXPECT_LE(2 * std::stoi(m[1]), std::max(2, online_cpus())) << r.stderr_text;
+  // The answer is either that count's configuration or the verdict to keep the defaults (on
+  // 2 cores, 2 processes of 2 threads can beat 2 of 1: the last job runs alone); a thread
+  // count it recommends stays within the machine.
+  bool keep = r.stdout_text.find("# keep your defaults") != std::string::npos;
+  bool recommends = std::regex_search(r.stdout_text, m, std::regex("(^|\\n)OMP_NUM_THREADS=([0-9]+)\\n"));
+  EXPECT_TRUE(keep || recommends) << r.stdout_text;
+  if (recommends) { EXPECT_LE(2 * std::stoi(m[2]), std::max(2, online_cpus())) << r.stdout_text; }
 }
 
 // `xargs -P {NPROC:-2}` without a script: every trial replaces the placeholder with the

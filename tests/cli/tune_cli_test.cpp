@@ -1,0 +1,324 @@
+// `syspilot tune`, `analyze`, `synth` and the command itself as processes, where the command line
+// is the subject: exit codes (0 ok, 1 the application failed, 2 usage, 3 nothing to tune, 130
+// interrupted), --version, synth's --lib-version, tune's checks before any run, --dry-run,
+// Ctrl-C during a session, and the verdict "keep your defaults".
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+#include <vector>
+
+#include "tests/cli/cli_support.h"
+#include "tuner/session.h"
+
+using namespace syspilot;
+using namespace syspilot::cli::testing;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One POSIX shell word.
+std::string q(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string program(const std::string& name) { return std::string(SYSPILOT_TEST_PROGRAMS) + "/" + name; }
+
+// A command that leaves `mark` behind when it runs at all.
+std::string touching(const std::string& mark, const std::string& then = "true") {
+  return "/bin/sh -c " + q("touch " + mark + "; " + then);
+}
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+}  // namespace
+
+// ---- exit codes ---------------------------------------------------------------------------------
+
+TEST(CliExit, UsageErrorsAreTwo) {
+  TempDir dir;
+  const std::string db = dir.file("t.db");
+  EXPECT_EQ(run_cli(dir, "tune --budget banana -- /bin/true").exit, 2);
+  EXPECT_EQ(run_cli(dir, "tune --db " + db + " -- /no/such/app").exit, 2);
+  EXPECT_EQ(run_cli(dir, "tune --no-such-flag -- /bin/true").exit, 2);
+  EXPECT_EQ(run_cli(dir, "analyze -- /no/such/app").exit, 2);
+}
+
+// A command whose contracts name no control and nothing added: nothing to tune is 3, not a
+// usage error (the command line was right).
+TEST(CliExit, NothingToTuneIsThree) {
+  TempDir dir;
+  CliRun r = run_cli(dir, "tune --db " + dir.file("t.db") + " --budget 4 -- /bin/true");
+  EXPECT_EQ(r.exit, 3) << r.err;
+  EXPECT_NE(r.err.find("nothing to tune"), std::string::npos) << r.err;
+}
+
+// An application that always crashes, or hangs, is 1 (the application failed), quickly, and
+// never 2: the command line was right.
+TEST(CliExit, CrashingOrHangingApplicationIsOne) {
+  TempDir dir;
+  const std::string db = dir.file("t.db");
+  CliRun crash = run_cli(dir, "tune --db " + db + " --budget 4 --add X=1,2 -- /bin/sh -c " + q("kill -SEGV $$"));
+  EXPECT_EQ(crash.exit, 1) << crash.err;
+  EXPECT_NE(crash.err.find("SIGSEGV"), std::string::npos) << crash.err;
+
+  auto t0 = Clock::now();
+  CliRun hang = run_cli(dir, "tune --db " + db + " --budget 4 --timeout 1 --add X=1,2 -- /bin/sh -c " + q("sleep 30"));
+  EXPECT_EQ(hang.exit, 1) << hang.err;
+  EXPECT_NE(hang.err.find("did not finish within 1 s"), std::string::npos) << hang.err;
+  EXPECT_LT(seconds_since(t0), 15);
+
+  // Without a control to search either: the failure is what is reported, not "nothing to tune".
+  CliRun bare = run_cli(dir, "tune --db " + db + " --budget 4 --timeout 1 -- /bin/sh -c " + q("sleep 30"));
+  EXPECT_EQ(bare.exit, 1) << bare.err;
+  EXPECT_EQ(bare.err.find("nothing to tune:"), std::string::npos) << bare.err;
+  EXPECT_NE(bare.err.find("did not finish within 1 s"), std::string::npos) << bare.err;
+
+  CliRun analyze = run_cli(dir, "analyze --no-synth -- /bin/sh -c " + q("kill -SEGV $$"));
+  EXPECT_EQ(analyze.exit, 1) << analyze.err;
+}
+
+// analyze reports confirmed hypotheses in its report, not in its exit status: OpenBLAS called
+// inside an OpenMP loop is confirmed nested oversubscription, and the exit is 0.
+TEST(CliExit, AnalyzeExitsZeroWithConfirmedHypotheses) {
+  TempDir dir;
+  CliRun r = run_cli(dir, "analyze --json --no-synth -- " + program("omp_blas") + " 400");
+  ASSERT_EQ(r.exit, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  bool confirmed = false;
+  for (auto& h : j["hypotheses"]) confirmed |= h["verdict"] == "confirmed";
+  if (!confirmed) GTEST_SKIP() << "no hypothesis confirmed on this machine; the exit status was 0 anyway";
+}
+
+// ---- --version ----------------------------------------------------------------------------------
+
+TEST(CliVersion, LongAndShortPrintTheProjectVersion) {
+  TempDir dir;
+  for (const char* flag : {"--version", "-V"}) {
+    CliRun r = run_cli(dir, flag);
+    EXPECT_EQ(r.exit, 0) << flag << r.err;
+    EXPECT_EQ(r.out, std::string("syspilot ") + SYSPILOT_PROJECT_VERSION + "\n") << flag;
+  }
+}
+
+// synth's library version is --lib-version; --version still names it there, with a warning,
+// and does not print the command's version.
+TEST(CliVersion, SynthLibVersionAndTheDeprecatedAlias) {
+  TempDir dir;
+  const std::string facts = std::string(SYSPILOT_CHECKOUT) + "/corpus/facts/zstd.json";
+  CliRun r = run_cli(dir, "synth " + facts + " --lib zstd --lib-version 1.5.4 --no-store -q", "-u SYSPILOT_LLM_URL");
+  EXPECT_EQ(r.exit, 0) << r.err;
+  EXPECT_NE(r.out.find("contract zstd \"1.5.4\""), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("deprecated"), std::string::npos) << r.err;
+
+  CliRun old = run_cli(dir, "synth " + facts + " --lib zstd --version 1.5.3 --no-store -q", "-u SYSPILOT_LLM_URL");
+  EXPECT_EQ(old.exit, 0) << old.err;
+  EXPECT_NE(old.out.find("contract zstd \"1.5.3\""), std::string::npos) << old.out;
+  EXPECT_NE(old.err.find("--version is deprecated here; use --lib-version"), std::string::npos) << old.err;
+
+  CliRun none = run_cli(dir, "synth " + facts + " --lib zstd --no-store -q");
+  EXPECT_EQ(none.exit, 2) << none.err;
+  EXPECT_NE(none.err.find("--lib-version"), std::string::npos) << none.err;
+}
+
+// ---- tune: checks before any run -------------------------------------------------------------
+
+TEST(TuneChecks, BadMetricRegexFailsBeforeAnyRun) {
+  TempDir dir;
+  const std::string mark = dir.file("ran");
+  auto t0 = Clock::now();
+  CliRun r = run_cli(dir, "tune --db " + dir.file("t.db") + " --add X=1,2 --metric " + q("rate ([0-9") + " -- " +
+                              touching(mark));
+  EXPECT_EQ(r.exit, 2) << r.err;
+  EXPECT_NE(r.err.find("--metric 'rate ([0-9' is not a valid regular expression"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(mark)) << "the application ran";
+  EXPECT_FALSE(std::filesystem::exists(dir.file("t.db"))) << "checked before the store is opened";
+  EXPECT_LT(seconds_since(t0), 5);
+}
+
+// A pinned or dropped name no composed contract declares gets the nearest known name; the
+// application never runs. OpenBLAS in an OpenMP loop composes libgomp and OpenBLAS.
+TEST(TuneChecks, UnknownControlGetsDidYouMean) {
+  TempDir dir;
+  const std::string db = dir.file("t.db");
+  CliRun pin = run_cli(dir, "tune --db " + db + " --pin OMP_NUM_THRAEDS=1 -- " + program("omp_blas") + " 200");
+  EXPECT_EQ(pin.exit, 2) << pin.err;
+  EXPECT_NE(pin.err.find("did you mean OMP_NUM_THREADS?"), std::string::npos) << pin.err;
+  EXPECT_EQ(pin.err.find("tune: analysing"), std::string::npos) << pin.err;
+
+  CliRun drop = run_cli(dir, "tune --db " + db + " --drop openblas_num_threads -- " + program("omp_blas") + " 200");
+  EXPECT_EQ(drop.exit, 2) << drop.err;
+  EXPECT_NE(drop.err.find("did you mean OPENBLAS_NUM_THREADS?"), std::string::npos) << drop.err;
+
+  // A name of the user's own is fine once added; a typo of an added name is caught too.
+  const std::string mark = dir.file("ran");
+  CliRun own = run_cli(dir, "tune --db " + db + " --add NPROCS=1,2 --pin NPROC=1 -- " + touching(mark));
+  EXPECT_EQ(own.exit, 2) << own.err;
+  EXPECT_NE(own.err.find("did you mean NPROCS?"), std::string::npos) << own.err;
+  EXPECT_FALSE(std::filesystem::exists(mark));
+}
+
+// A pinned value outside its control's type or domain names the domain, before any run.
+TEST(TuneChecks, PinnedValueOutsideTheDomain) {
+  TempDir dir;
+  const std::string db = dir.file("t.db");
+  CliRun banana = run_cli(dir, "tune --db " + db + " --pin OMP_NUM_THREADS=banana -- " + program("omp_blas") + " 200");
+  EXPECT_EQ(banana.exit, 2) << banana.err;
+  EXPECT_NE(banana.err.find("OMP_NUM_THREADS takes an integer, not 'banana'"), std::string::npos) << banana.err;
+  EXPECT_EQ(banana.err.find("tune: analysing"), std::string::npos) << banana.err;
+
+  CliRun zero = run_cli(dir, "tune --db " + db + " --pin OMP_NUM_THREADS=0 -- " + program("omp_blas") + " 200");
+  EXPECT_EQ(zero.exit, 2) << zero.err;
+  EXPECT_NE(zero.err.find("in [1, ncpus]"), std::string::npos) << zero.err;
+
+  CliRun policy = run_cli(dir, "tune --db " + db + " --pin OMP_WAIT_POLICY=sometimes -- " + program("omp_blas") + " 200");
+  EXPECT_EQ(policy.exit, 2) << policy.err;
+  EXPECT_NE(policy.err.find("one of enum{"), std::string::npos) << policy.err;
+
+  CliRun add = run_cli(dir, "tune --db " + db + " --add OMP_NUM_THREADS=1,two -- " + program("omp_blas") + " 200");
+  EXPECT_EQ(add.exit, 2) << add.err;
+  EXPECT_NE(add.err.find("not 'two'"), std::string::npos) << add.err;
+}
+
+// ---- tune --dry-run -----------------------------------------------------------------------------
+
+TEST(TuneDryRun, PrintsTheSpaceAndThePlanAndRunsNothing) {
+  TempDir dir;
+  const std::string mark = dir.file("ran");
+  CliRun r = run_cli(dir, "tune --dry-run --db " + dir.file("t.db") + " --budget 5 --verify 2 --strategy grid --add X=1,2,3 -- " +
+                              touching(mark));
+  ASSERT_EQ(r.exit, 0) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(mark)) << "the application ran";
+  EXPECT_NE(r.out.find("nothing was run"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("space: 1 controls, 3 configurations"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  X (user): 1 2 3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1  default (the reference)"), std::string::npos) << r.out;
+  for (const char* c : {"X=1", "X=2", "X=3"}) EXPECT_NE(r.out.find(c), std::string::npos) << c << r.out;
+  // budget 5 + 2 pairs and a warm-up of each.
+  EXPECT_NE(r.out.find("planned runs: at most 11 (the budget's 5"), std::string::npos) << r.out;
+}
+
+// On a program with contracts: the undecided hypotheses' controls and their constraint.
+TEST(TuneDryRun, HypothesesControlsAndConstraints) {
+  TempDir dir;
+  auto t0 = Clock::now();
+  CliRun r = run_cli(dir, "tune --dry-run --db " + dir.file("t.db") + " --budget 8 -- " + program("omp_blas") + " 200");
+  ASSERT_EQ(r.exit, 0) << r.err;
+  EXPECT_NE(r.out.find("undecided"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  OMP_NUM_THREADS ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  OPENBLAS_NUM_THREADS ("), std::string::npos) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("constraints:\n  .*OMP_NUM_THREADS.*<=.*"))) << r.out;
+  EXPECT_NE(r.out.find("planned candidates (strategy syspilot"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("tune: trial"), std::string::npos) << r.err;
+  EXPECT_LT(seconds_since(t0), 20);
+}
+
+// ---- tune: Ctrl-C --------------------------------------------------------------------------------
+
+// SIGINT while trials run: the running trial's process group is killed, the session is marked
+// interrupted, stderr says how to resume, and the exit status is 130.
+TEST(TuneInterrupt, SigintMarksTheSessionAndSaysHowToResume) {
+  TempDir dir;
+  const std::string db = dir.file("t.db"), pids = dir.file("pids"), err_file = dir.file("err");
+  std::vector<std::string> argv = {SYSPILOT_BINARY, "tune", "--db", db, "--budget", "40", "--max-repeats", "1",
+                                   "--strategy", "grid", "--verify", "0", "--add", "K=1,2,3,4,5,6,7,8", "--",
+                                   "/bin/sh", "-c", "echo $$ >> " + pids + "; sleep 0.4"};
+  int err_pipe[2];
+  ASSERT_EQ(::pipe(err_pipe), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int devnull = ::open("/dev/null", O_WRONLY);
+    ::dup2(devnull, 1);
+    ::dup2(err_pipe[1], 2);
+    ::close(err_pipe[0]);
+    std::vector<char*> a;
+    for (auto& x : argv) a.push_back(x.data());
+    a.push_back(nullptr);
+    ::execv(a[0], a.data());
+    ::_exit(127);
+  }
+  ::close(err_pipe[1]);
+  // Read stderr until the first trial line, then interrupt while the next trial runs.
+  std::string err;
+  char buf[4096];
+  auto t0 = Clock::now();
+  while (err.find("tune: trial 2 ") == std::string::npos && seconds_since(t0) < 60) {
+    ssize_t n = ::read(err_pipe[0], buf, sizeof buf);
+    if (n <= 0) break;
+    err.append(buf, static_cast<size_t>(n));
+  }
+  ASSERT_NE(err.find("tune: trial 2 "), std::string::npos) << err;
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // inside the next run
+  ASSERT_EQ(::kill(child, SIGINT), 0);
+  for (ssize_t n; (n = ::read(err_pipe[0], buf, sizeof buf)) > 0;) err.append(buf, static_cast<size_t>(n));
+  ::close(err_pipe[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << err;
+  EXPECT_EQ(WEXITSTATUS(status), 130) << err;
+  EXPECT_NE(err.find("tune: interrupted; resume with: syspilot tune --resume 1 --db " + db), std::string::npos) << err;
+
+  // No run outlives it: every shell it started is gone (or a zombie init has not reaped yet).
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  for (const auto& line : [&] {
+         std::vector<std::string> v;
+         std::istringstream in(slurp(pids));
+         for (std::string l; std::getline(in, l);) v.push_back(l);
+         return v;
+       }()) {
+    std::ifstream stat("/proc/" + line + "/stat");
+    std::string s;
+    std::getline(stat, s);
+    auto close = s.rfind(')');
+    if (close != std::string::npos) {
+      EXPECT_EQ(s.substr(close + 2, 1), "Z") << "run " << line << " still alive: " << s;
+    }
+  }
+
+  tuner::SessionStore st(db);
+  auto info = st.get(1);
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->status, "interrupted");
+  for (const auto& t : st.trials(1)) EXPECT_TRUE(t.m.ok) << "a killed run was stored: " << t.m.failure;
+  CliRun list = run_cli(dir, "sessions list --db " + db);
+  EXPECT_NE(list.out.find("interrupted"), std::string::npos) << list.out;
+}
+
+TEST(TuneInterrupt, UnknownResumeSaysHowToListSessions) {
+  TempDir dir;
+  const std::string db = dir.file("t.db");
+  CliRun r = run_cli(dir, "tune --db " + db + " --resume 42");
+  EXPECT_EQ(r.exit, 2) << r.err;
+  EXPECT_NE(r.err.find("no tuning session 42"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("list them with: syspilot sessions list --db " + db), std::string::npos) << r.err;
+}
+
+// ---- tune: keep your defaults -------------------------------------------------------------------
+
+// Controls that make no difference: the verdict is to keep the defaults, nothing is exported,
+// and the exit status is 0.
+TEST(TuneVerdict, KeepYourDefaultsWhenNothingBeatsThemBeyondNoise) {
+  TempDir dir;
+  CliRun r = run_cli(dir, "tune --db " + dir.file("t.db") + " --budget 6 --verify 3 --strategy grid --add X=1,2 -- " +
+                              "/bin/sh -c " + q("sleep 0.2"));
+  ASSERT_EQ(r.exit, 0) << r.err;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("# keep your defaults: no configuration beat the default beyond "
+                                                  "noise \\(speedup [0-9.]+x \\+-[0-9]+%\\)")))
+      << r.out << r.err;
+  EXPECT_FALSE(std::regex_search(r.out, std::regex("(^|\n)X="))) << "an assignment was printed:\n" << r.out;
+
+  CliRun e = run_cli(dir, "tune --db " + dir.file("t.db") + " --budget 6 --verify 3 --strategy grid --add X=1,2 --export -- " +
+                              "/bin/sh -c " + q("sleep 0.2"));
+  ASSERT_EQ(e.exit, 0) << e.err;
+  EXPECT_EQ(e.out, "") << "nothing to export";
+  EXPECT_NE(e.err.find("# keep your defaults"), std::string::npos) << e.err;
+}
