@@ -100,7 +100,12 @@ TEST(Profile, SpinInterferenceConfirmedWithActiveWaiting) {
 TEST(Profile, CalmProgramConfirmsNothing) {
   OwnSource src("calm.c");
   Analysis with_source = analyze(options({program("calm"), "40"}, src.dir.string()));
-  EXPECT_TRUE(with_source.hypotheses.empty()) << dump(with_source);
+  // Nothing meets, so only single-library hypotheses remain; calm runs a pool per library as
+  // large as the machine, so none of them is confirmed.
+  for (auto& h : with_source.hypotheses) {
+    EXPECT_EQ(h.kind, "under_utilisation") << dump(with_source);
+    EXPECT_NE(h.verdict, Verdict::Confirmed) << dump(with_source);
+  }
   EXPECT_TRUE(with_source.profiled);
   EXPECT_GT(with_source.profile.signals.at("wall_s"), 0);
 
@@ -113,6 +118,28 @@ TEST(Profile, CalmProgramConfirmsNothing) {
   const Hypothesis* nested = find_h(blind, "nested_oversubscription:libgomp>openblas");
   ASSERT_NE(nested, nullptr) << dump(blind);
   EXPECT_NE(nested->verdict, Verdict::Unknown) << dump(blind);
+}
+
+// An OpenMP program told to run one thread (an export the user forgot) leaves the other CPUs
+// idle: under-utilisation of libgomp is confirmed from the default runs alone, and the remedy
+// is a pool as large as the machine, or the export undone. The same program left to size its
+// team for the machine keeps every CPU busy: refuted.
+TEST(Profile, OneThreadOnAnIdleMachineIsUnderUtilisation) {
+  if (online_cpus() < 2) GTEST_SKIP() << "one CPU: one thread is the whole machine";
+  auto o = options({program("omp_loop"), "3000", "20000"});
+  o.profile.run.env_set["OMP_NUM_THREADS"] = "1";
+  Analysis a = analyze(o);
+  const Hypothesis* h = find_h(a, "under_utilisation:libgomp");
+  ASSERT_NE(h, nullptr) << dump(a);
+  EXPECT_EQ(h->verdict, Verdict::Confirmed) << dump(a);
+  ASSERT_FALSE(h->remedies.empty());
+  EXPECT_EQ(h->remedies.front().at("OMP_NUM_THREADS"), std::to_string(online_cpus())) << dump(a);
+  EXPECT_EQ(a.profile.default_runs.size(), 2u);  // no probe: the default runs decide
+
+  Analysis full = analyze(options({program("omp_loop"), "3000", "20000"}));
+  const Hypothesis* f = find_h(full, "under_utilisation:libgomp");
+  ASSERT_NE(f, nullptr) << dump(full);
+  EXPECT_EQ(f->verdict, Verdict::Refuted) << dump(full);
 }
 
 TEST(Profile, CrashGivesAClearVerdict) {
