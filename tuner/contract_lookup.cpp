@@ -64,6 +64,8 @@ bool unreviewed_draft(const ContractUse& u) {
   return u.source == "store" && ends_with(u.path, std::string(", ") + kUnreviewedDraft);
 }
 
+bool reviewed_contract(const ContractUse& u) { return !unreviewed_draft(u) && u.source != "synthesized"; }
+
 void prefer_reviewed(std::vector<ContractUse>& all) {
   std::stable_partition(all.begin(), all.end(), [](const ContractUse& u) { return !unreviewed_draft(u); });
 }

@@ -28,6 +28,10 @@ void prefer_reviewed(std::vector<ContractUse>& all);
 // True for a ContractUse that add_store_contracts() marked an unreviewed draft.
 bool unreviewed_draft(const ContractUse& u);
 
+// False for a draft nobody reviewed (an unreviewed store draft, a contract synthesized on the
+// fly): its claims steer the search but its introspection knobs are not switched on.
+bool reviewed_contract(const ContractUse& u);
+
 // Where a contract in use came from and whether a person reviewed it, for reports:
 // "store, reviewed", "store, unreviewed draft", "corpus, reviewed", "synthesized, unreviewed
 // draft", "file".

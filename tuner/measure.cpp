@@ -15,6 +15,7 @@
 #include <regex>
 #include <sstream>
 
+#include "tuner/rejected.h"
 #include "tuner/run.h"
 #include "tuner/space.h"
 
@@ -115,6 +116,13 @@ Measurement LiveObjective::evaluate_within(const Config& c, double limit_s) {
     m.failure = r.failure.empty() ? "run failed" : r.failure;
     if (!r.stderr_text.empty()) m.failure += ": " + tail(r.stderr_text, 200);
     while (!m.failure.empty() && (m.failure.back() == '\n' || m.failure.back() == ' ')) m.failure.pop_back();
+    return m;
+  }
+  // A setting the library said it ignored: the run measured its default under another name.
+  if (c.empty()) {
+    reference_stderr_ = r.stderr_text.substr(0, 64 * 1024);
+  } else if (std::string refused = rejected_setting(r.stderr_text, c, reference_stderr_); !refused.empty()) {
+    m.failure = "the library rejected a setting: " + refused;
     return m;
   }
   double v = r.wall_s;

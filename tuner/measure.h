@@ -37,6 +37,7 @@ class LiveObjective : public Objective {
   Space space_;
   ObjectiveSpec spec_;
   std::string last_output_;
+  std::string reference_stderr_;  // the default configuration's, for rejected_setting()
 };
 
 // The adaptive cap of the next run (SMAC's and irace's capping): factor x the incumbent's

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "tuner/analyze.h"
+#include "tuner/contract_lookup.h"
 #include "tuner/measure.h"
 
 namespace syspilot::tuner {
@@ -168,10 +169,12 @@ std::vector<Trial> profile_trials(const Profile& p, const Space& space) {
 
 RunSpec profile_spec(const Composition& comp, const RunSpec& run) {
   RunSpec base = run;
-  // The libraries' own introspection knobs named by their contracts go into every run alike,
-  // so default and probe runs stay comparable.
+  // The libraries' own introspection knobs named by their reviewed contracts go into every run
+  // alike, so default and probe runs stay comparable. A draft's are left alone: a debug or
+  // trace switch nobody has looked at may slow the program or flood its output.
   std::map<std::string, std::string> introspect;
-  for (auto& u : comp.contracts)
+  for (auto& u : comp.contracts) {
+    if (!reviewed_contract(u)) continue;
     for (auto& sig : u.contract.signals)
       if (sig.kind == lpcl::Signal::Kind::Introspect && sig.value && !base.env_set.count(sig.metric)) {
         std::string v = sig.value->text;
@@ -179,6 +182,7 @@ RunSpec profile_spec(const Composition& comp, const RunSpec& run) {
             sig.value->kind == lpcl::Expr::Kind::String || sig.value->kind == lpcl::Expr::Kind::Name)
           introspect[sig.metric] = v;
       }
+  }
   for (auto& [k, v] : introspect) base.env_set[k] = v;
   return base;
 }

@@ -358,6 +358,14 @@ Space build_space(const std::vector<lpcl::Contract>& contracts, const std::vecto
       for (const auto& [k, v] : r) wanted.insert(k);
     if (!g.constraint.empty()) push_unique(space.constraints, g.constraint);
   }
+  // A contract's introspection knobs (signal introspect env OPENBLAS_VERBOSE = 1; a draft makes
+  // every debug, verbose, trace or statistics switch one) report on the library and are never
+  // searched: their effect is output, not speed. --add or --pin still puts one in.
+  std::set<std::string> introspection;
+  for (const auto& contract : contracts)
+    for (const auto& sig : contract.signals)
+      if (sig.kind == lpcl::Signal::Kind::Introspect) introspection.insert(sig.metric);
+  std::vector<std::string> left_out;
   for (const auto& contract : contracts) {
     // API controls acting on a resource an env control of the same contract already sets are
     // left out of --space all: the env control reaches the same knob without the shim.
@@ -368,6 +376,10 @@ Space build_space(const std::vector<lpcl::Contract>& contracts, const std::vecto
     for (const auto& c : contract.controls) {
       bool named = wanted.count(c.name) > 0;
       if (scope == SpaceScope::Hypotheses && !named) continue;
+      if (introspection.count(c.name)) {
+        push_unique(left_out, c.name);
+        continue;
+      }
       if (scope == SpaceScope::All && !named && c.how.kind == lpcl::ControlKind::Kind::Api) {
         bool covered = !c.sets.empty() && std::all_of(c.sets.begin(), c.sets.end(),
                                                       [&](const std::string& r) { return env_sets.count(r) > 0; });
@@ -384,6 +396,12 @@ Space build_space(const std::vector<lpcl::Contract>& contracts, const std::vecto
       p.library = contract.name;
       space.params.push_back(std::move(p));
     }
+  }
+  if (!left_out.empty()) {
+    std::string names;
+    for (const auto& n : left_out) names += (names.empty() ? "" : ", ") + n;
+    diags.note({}, "not searched: " + names + " (introspection: debug, verbose or trace output, no effect on speed)",
+               "introspection-control", "--pin NAME=VALUE sets one in every trial anyway");
   }
   // Fallback chains across every composed contract: `GOTO_NUM_THREADS fallback_for
   // OPENBLAS_NUM_THREADS` makes OPENBLAS_NUM_THREADS fall back on GOTO_NUM_THREADS.
