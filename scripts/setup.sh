@@ -20,7 +20,7 @@ command -v npm >/dev/null 2>&1 || BUILD_PKGS="$BUILD_PKGS nodejs npm"
 RUNTIME_PKGS="libopenblas-pthread-dev libopenblas0-pthread libopenblas0-openmp libblis-dev
   libgomp1 libomp-dev libtbb-dev libfftw3-dev libzstd-dev libjemalloc-dev
   python3 python3-optuna python3-numexpr linux-perf dpkg-dev wrk sqlite3 xz-utils
-  imagemagick zstd"
+  imagemagick librsvg2-bin zstd"
 
 missing=""
 for p in $BUILD_PKGS $RUNTIME_PKGS; do

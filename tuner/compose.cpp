@@ -515,7 +515,8 @@ bool add_runtime_libraries(Composition& comp, const std::vector<std::string>& ma
   // processes load runs beside the others too, in processes that share the CPUs.
   for (auto& n : added) {
     const char* how = from_children.count(n) ? "processes" : "dlopen";
-    const char* where = from_children.count(n) ? "seen mapped in a child process" : "seen mapped at run time";
+    // Printed after " at ": "(dlopen at run time)".
+    const char* where = from_children.count(n) ? "run time in a child process" : "run time";
     for (auto& c : comp.contracts)
       if (c.contract.name != n && std::find(added.begin(), added.end(), c.contract.name) == added.end())
         add_relation(comp, {Relation::Kind::CoRun, n, c.contract.name, how, where});

@@ -515,7 +515,7 @@ std::vector<Hypothesis> hypothesize(const Composition& comp, Diagnostics& diags,
       if (!comp.process_controls.empty()) procs.control = comp.process_controls.front().name;
       for (auto* p : tuple) procs.count = std::max(procs.count, p->processes);
       bool ok = true;
-      h.symptom = expand(rule.symptom, roles, ok, "its", procs);
+      h.symptom = expand(rule.symptom, roles, ok, "the library", procs);  // "(sized by the library)"
       ok = true;
       h.constraint = expand(rule.constraint, roles, ok, "", procs);
       if (!ok) h.constraint.clear();
