@@ -27,7 +27,9 @@
 #include "cli/tune_validate.h"
 #include "store/store.h"
 #include "tuner/analyze.h"
+#include "tuner/consistency.h"
 #include "tuner/measure.h"
+#include "tuner/minimise.h"
 #include "tuner/report.h"
 #include "tuner/session.h"
 #include "tuner/space.h"
@@ -56,6 +58,9 @@ struct TuneArgs {
   int max_repeats = 3;
   std::vector<std::string> compare;
   bool dry_run = false;
+  bool json = false;           // the result as one JSON document on stdout
+  bool no_minimise = false;
+  int minimise_runs = 16;      // most runs the minimisation of the result may spend
   std::vector<std::string> argv;
 };
 
@@ -184,6 +189,59 @@ class InterruptibleObjective final : public Objective {
   Interruption& stop_;
 };
 
+// What the whole command may still run and how long a run takes: the plan's estimate and each
+// progress line's ETA.
+struct RunClock {
+  int planned = 0;               // upper bound of the command's runs
+  int done = 0;                  // runs so far, the analysis' included
+  std::vector<double> seconds;   // wall time of the runs timed so far
+  bool announced = false;
+
+  // "about 14 s more (43 runs at most x median 0.32 s)"; "" before any run was timed.
+  std::string estimate() const {
+    if (seconds.empty()) return "";
+    const double med = median(seconds);
+    const int left = std::max(0, planned - done);
+    std::ostringstream os;
+    os << "about " << std::lround(left * med) << " s more (" << left << " runs at most x median " << std::setprecision(2)
+       << med << " s)";
+    return os.str();
+  }
+  std::string eta() const {
+    if (seconds.empty()) return "";
+    return "eta ~" + std::to_string(std::lround(std::max(0, planned - done) * median(seconds))) + " s";
+  }
+  // Once, after the first run that was timed.
+  void announce() {
+    if (announced || seconds.empty()) return;
+    announced = true;
+    std::cerr << "tune: estimated time: " << estimate() << "\n";
+  }
+};
+
+// Times every run of the objective it wraps.
+class ClockedObjective final : public Objective {
+ public:
+  ClockedObjective(Objective& inner, RunClock& clock) : inner_(inner), clock_(clock) {}
+  Measurement evaluate(const Config& c) override { return timed([&] { return inner_.evaluate(c); }); }
+  Measurement evaluate_within(const Config& c, double limit_s) override {
+    return timed([&] { return inner_.evaluate_within(c, limit_s); });
+  }
+
+ private:
+  template <typename F>
+  Measurement timed(F run) {
+    auto t0 = std::chrono::steady_clock::now();
+    Measurement m = run();
+    clock_.seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    clock_.done += std::max(1, m.repeats);
+    clock_.announce();
+    return m;
+  }
+  Objective& inner_;
+  RunClock& clock_;
+};
+
 SpaceEdits parse_edits(const TuneArgs& a) {
   SpaceEdits e;
   for (const auto& p : a.pin) {
@@ -268,6 +326,41 @@ std::unique_ptr<Strategy> strategy_or_usage(const std::string& name, const Space
 
 int verification_runs(int pairs) { return pairs > 0 ? 2 * pairs + 2 : 0; }
 
+int minimise_cap(const TuneArgs& a) { return a.no_minimise || !a.compare.empty() ? 0 : a.minimise_runs; }
+
+// The runs one strategy may take at most, and what they are for: "at most 33 (the budget's 12,
+// ...; 12 to re-measure ...; at most 16 to minimise the result)". The analysis always takes its
+// first default run and one run per probe, even past the budget.
+int planned_runs(const TuneArgs& a, int analysis_runs) {
+  return std::max(a.budget, analysis_runs) + verification_runs(a.verify) + minimise_cap(a);
+}
+
+std::string plan_text(const TuneArgs& a, const std::string& strategy, int analysis_runs, bool known) {
+  std::ostringstream out;
+  out << "at most " << planned_runs(a, analysis_runs) << " (the budget's " << a.budget;
+  if (strategy == "syspilot") {
+    out << ", the analysis' ";
+    if (known) out << analysis_runs << " or more ";
+    out << "profiling runs (a default run, one per probe) included";
+  }
+  out << "; " << verification_runs(a.verify) << " to re-measure the default against the best";
+  if (a.verify > 0) out << ": " << a.verify << " interleaved pairs and a warm-up of each";
+  if (minimise_cap(a) > 0) out << "; at most " << minimise_cap(a) << " to minimise the result";
+  out << ")";
+  return out.str();
+}
+
+// Where the shim an export names comes from, for the note beside LD_PRELOAD.
+std::string shim_origin(const std::string& shim) {
+  if (shim.empty()) return "missing";
+  if (const char* s = std::getenv("SYSPILOT_SHIM"); s && *s) return "SYSPILOT_SHIM";
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec && std::filesystem::equivalent(self.parent_path().parent_path() / "lib/syspilot/libsyspilot_shim.so", shim, ec))
+    return "installed";
+  return "build tree";
+}
+
 // --dry-run: what a session would search and try, from the composition and its hypotheses
 // alone (profiling runs the application, so every hypothesis stays undecided), without a run.
 int dry_run(const TuneArgs& a, const Composition& comp, const SpaceEdits& edits, const MachineFacts& machine,
@@ -277,6 +370,7 @@ int dry_run(const TuneArgs& a, const Composition& comp, const SpaceEdits& edits,
   std::vector<Guide> gs = guides(hs, true);
   Space space = build_space(contracts_of(comp), gs, a.space == "all" ? SpaceScope::All : SpaceScope::Hypotheses,
                             edits, machine, diags);
+  space.one_value = one_value_groups(contracts_of(comp), space);
   for (const auto& d : diags.items())
     if (d.severity != Severity::Note) std::cerr << d.str() << "\n";
   std::set<std::map<std::string, std::string>> probes;
@@ -311,8 +405,12 @@ int dry_run(const TuneArgs& a, const Composition& comp, const SpaceEdits& edits,
   }
   out << "constraints:" << (space.constraints.empty() ? " none" : "") << "\n";
   for (const auto& c : space.constraints) out << "  " << c << "\n";
+  for (const auto& g : space.one_value) {
+    out << "one value:";
+    for (size_t i = 0; i < g.size(); ++i) out << (i ? " = " : " ") << g[i];
+    out << " (they set one resource of one library)\n";
+  }
 
-  const int verify_runs = verification_runs(a.verify);
   for (const auto& name : strategies) {
     std::unique_ptr<Strategy> strategy = strategy_or_usage(name, space, gs, machine, a.seed);
     // tune()'s loop without measuring: the default first as the reference, then the
@@ -356,12 +454,7 @@ int dry_run(const TuneArgs& a, const Composition& comp, const SpaceEdits& edits,
       out << "  " << i + 1 << "  " << (planned[i].empty() ? "default (the reference)" : to_string(planned[i])) << "\n";
     // The analysis always takes its first default run and one run per probe, even past the budget.
     const int analysis_runs = name == "syspilot" ? 1 + static_cast<int>(probes.size()) : 0;
-    out << "planned runs: at most " << std::max(a.budget, analysis_runs) + verify_runs << " (the budget's " << a.budget;
-    if (name == "syspilot")
-      out << ", the analysis' " << analysis_runs << " or more profiling runs (a default run, one per probe) included";
-    out << "; " << verify_runs << " to re-measure the default against the best";
-    if (a.verify > 0) out << ": " << a.verify << " interleaved pairs and a warm-up of each";
-    out << ")\n";
+    out << "planned runs: " << plan_text(a, name, analysis_runs, true) << "\n";
   }
   return kOk;
 }
@@ -401,6 +494,15 @@ int run_tune(TuneArgs a, Interruption* stop) {
   int analysis_spent = 0;            // the analysis' other runs: charged, not trials
   std::int64_t id = 0;
   SessionInfo base;  // what a new session records
+  RunClock clock;
+  // The cost before the first run: the upper bound of the runs, and what each part is for.
+  auto announce_plan = [&] {
+    clock.planned = static_cast<int>(strategies.size()) * planned_runs(a, 0);
+    for (const auto& name : strategies)
+      std::cerr << "tune: plan" << (strategies.size() > 1 ? " of " + name : std::string()) << ": "
+                << plan_text(a, name, 0, false) << " runs\n";
+    if (strategies.size() > 1) std::cerr << "tune: plan: at most " << clock.planned << " runs in all\n";
+  };
 
   if (a.resume > 0) {
     auto s = sessions->get(a.resume);
@@ -430,6 +532,9 @@ int run_tune(TuneArgs a, Interruption* stop) {
     gs = guides_from_json(s->guides_json);
     resumed = sessions->trials(id);
     base = *s;
+    announce_plan();
+    clock.done = analysis_spent;
+    for (const auto& t : resumed) clock.done += t.m.repeats;
     std::cerr << "tune: resuming session " << id << ": " << resumed.size() << " trials done, not repeated\n";
   } else {
     if (a.argv.empty()) throw UsageError("no application given; usage: syspilot tune [options] -- APP ARGS...");
@@ -451,6 +556,7 @@ int run_tune(TuneArgs a, Interruption* stop) {
         throw UsageError(d.str());
     validate_edits(edits, comp, machine);
     if (a.dry_run) return dry_run(a, comp, edits, machine, strategies);
+    announce_plan();
     std::cerr << "tune: analysing " << a.argv[0] << " (composition, hypotheses, profile)\n";
     AnalyzeOptions ao;
     ao.compose = co;
@@ -459,8 +565,17 @@ int run_tune(TuneArgs a, Interruption* stop) {
     // The analysis' runs are charged to syspilot's budget: its extra pairs (a probe too close
     // to a threshold to call) take at most half of it, leaving the rest to the search.
     ao.profile.max_runs = a.budget / 2;
+    const auto analysis_start = std::chrono::steady_clock::now();
     Analysis an = analyze(ao);
     if (stop) stop->checkpoint();  // interrupted during the analysis: its killed runs are no trials
+    if (const int runs = an.profiled ? an.profile.runs() : 0; runs > 0) {
+      // The analysis' runs are timed as a whole: each is taken to have cost its share.
+      const double each =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - analysis_start).count() / runs;
+      clock.done += runs;
+      clock.seconds.insert(clock.seconds.end(), runs, each);
+      clock.announce();
+    }
     for (const auto& d : an.diagnostics.items())
       if (d.severity != Severity::Note && d.code != "application-failed") std::cerr << d.str() << "\n";
     // The application failed under its defaults (crashed, hung): no reference to tune against.
@@ -482,6 +597,7 @@ int run_tune(TuneArgs a, Interruption* stop) {
     Diagnostics diags;
     space = build_space(contracts_of(an.composition), gs, a.space == "all" ? SpaceScope::All : SpaceScope::Hypotheses,
                         edits, machine, diags);
+    space.one_value = one_value_groups(contracts_of(an.composition), space);
     for (const auto& d : diags.items())
       if (d.severity != Severity::Note) std::cerr << d.str() << "\n";
     if (space.params.empty())
@@ -527,9 +643,10 @@ int run_tune(TuneArgs a, Interruption* stop) {
   } catch (const std::regex_error& e) {
     throw UsageError("--metric '" + a.metric + "' is not a valid regular expression (" + e.what() + ")");
   }
+  ClockedObjective clocked(*live, clock);
   std::unique_ptr<Objective> guarded;
-  if (stop) guarded = std::make_unique<InterruptibleObjective>(*live, *stop);
-  Objective* objective = guarded ? guarded.get() : live.get();
+  if (stop) guarded = std::make_unique<InterruptibleObjective>(clocked, *stop);
+  Objective* objective = guarded ? guarded.get() : &clocked;
 
   struct Done {
     std::string strategy;
@@ -591,7 +708,7 @@ int run_tune(TuneArgs a, Interruption* stop) {
       }
     }
     to.on_trial = [&, sid](const Trial& t) { sessions->add_trial(sid, t); };
-    to.progress = [](const std::string& line) { std::cerr << "tune: " << line << "\n"; };
+    to.progress = [&clock](const std::string& line) { std::cerr << "tune: " << line << "  " << clock.eta() << "\n"; };
     TuneResult res = tune(*strategy, *objective, to);
     sessions->finish(id, res.best >= 0 ? "finished" : "failed");
     if (stop) stop->session(id, true);
@@ -610,8 +727,9 @@ int run_tune(TuneArgs a, Interruption* stop) {
     ri.argv = a.argv;
     ri.space = space;
     ri.guides = gs;
-    for (const auto& d : done) ri.runs.push_back({d.strategy, d.res});
-    ri.verification = done.front().ver;
+    for (const auto& d : done) ri.runs.push_back({d.strategy, d.res, d.ver});
+    ri.conditions = observe_conditions(space, inherited_environment());
+    ri.conditions.version = SYSPILOT_VERSION;
     ri.maximize = a.maximize;
     ri.objective = a.score_cmd.empty() ? (a.metric.empty() ? "wall time (s)" : "metric /" + a.metric + "/") : "score";
     try {
@@ -642,20 +760,43 @@ int run_tune(TuneArgs a, Interruption* stop) {
 
   const Done& d = done.front();
   const TuneResult& res = d.res;
+  std::ostream& info = a.export_only || a.json ? std::cerr : std::cout;
+  // The conclusion is kept with the session (`sessions show --json` prints it as "result"), and
+  // --json prints that very document.
+  nlohmann::json result = {{"strategy", d.strategy},
+                           {"budget", a.budget},
+                           {"trials", res.trials.size()},
+                           {"capped", res.capped},
+                           {"noise", res.noise},
+                           {"stopped", res.stop_reason},
+                           {"runs", {{"search", res.runs},
+                                     {"verification", d.ver ? verification_runs(a.verify) : 0},
+                                     {"minimise", 0}}}};
+  auto conclude = [&](int code) {
+    result["exit"] = code;
+    result["runs"]["total"] =
+        result["runs"]["search"].get<int>() + result["runs"]["verification"].get<int>() + result["runs"]["minimise"].get<int>();
+    sessions->set_result(d.id, result.dump());
+    if (a.json) std::cout << session_to_json(*sessions->get(d.id), sessions->trials(d.id)).dump(2) << "\n";
+    return code;
+  };
   if (res.best < 0) {
-    if (res.trials.empty())
+    result["verdict"] = "failed";
+    if (res.trials.empty()) {
+      result["failure"] = "no trial ran";
       std::cerr << "tune: no trial ran: " << res.runs << " of the budget's " << a.budget
                 << " runs were spent before the search (raise --budget)\n";
-    else
+    } else {
+      result["failure"] = res.trials.back().m.failure;
       std::cerr << "tune: every trial failed; the last failure: " << res.trials.back().m.failure << "\n";
-    return kAppFailed;
+    }
+    return conclude(kAppFailed);
   }
   const Trial& best = res.trials[res.best];
   auto [speedup, spread] = speedup_of(d);
   std::string basis = d.ver && d.ver->ok
                           ? "fresh re-measurement, median of " + std::to_string(a.verify) + " interleaved pairs"
                           : "trial medians";
-  std::ostream& info = a.export_only ? std::cerr : std::cout;
   const std::string tally = std::to_string(res.trials.size()) + " trials (" + std::to_string(res.capped) +
                             " capped), " + std::to_string(res.runs) + "/" + std::to_string(a.budget) +
                             " runs, noise +-" + pct(res.noise) + ", stopped: " + res.stop_reason;
@@ -665,26 +806,76 @@ int run_tune(TuneArgs a, Interruption* stop) {
   // is not judged.
   const bool keep_defaults =
       best.config.empty() || (speedup > 0 && (speedup * (1 - spread) <= 1 || speedup - 1 <= res.noise));
+  result["speedup"] = speedup > 0 ? nlohmann::json(speedup) : nlohmann::json(nullptr);
+  result["speedup_spread"] = speedup > 0 ? nlohmann::json(spread) : nlohmann::json(nullptr);
+  result["speedup_basis"] = basis;
+  result["full_best"] = best.config;
+  result["minimise"] = nullptr;
+  const std::string session_line = "# session " + std::to_string(d.id) + " (continue with: syspilot tune --resume " +
+                                   std::to_string(d.id) + " --budget N)\n";
   if (keep_defaults) {
+    result["verdict"] = "keep defaults";
+    result["config"] = Config{};
     info << "# keep your defaults: no configuration beat the default beyond noise (speedup "
          << speedup_text(speedup, spread) << ")\n";
     if (!best.config.empty())
       info << "# best tried, not exported: " << to_string(best.config) << " (" << basis << ")\n";
-    info << "# " << tally << "\n";
-    info << "# session " << d.id << " (continue with: syspilot tune --resume " << d.id << " --budget N)\n";
-    return kOk;
+    info << "# " << tally << "\n" << session_line;
+    return conclude(kOk);
   }
-  auto env = environment_for(space, best.config, shim_path(), inherited_environment());
-  auto confirms = confirmed_by(best.config, gs, space, machine);
-  for (const auto& [k, v] : env) std::cout << (a.export_only ? "export " : "") << k << "=" << shell_quote(v) << "\n";
+  // Minimised: the controls whose removal keeps the speed within the noise are dropped.
+  Config answer = best.config;
+  std::string minimise_line;
+  if (minimise_cap(a) > 0 && best.config.size() >= 2) {
+    std::cerr << "tune: minimising " << to_string(best.config) << ": at most " << minimise_cap(a)
+              << " runs (not counted in the budget)\n";
+    MinimiseOptions mo;
+    mo.max_runs = minimise_cap(a);
+    mo.noise = res.noise;
+    mo.machine = machine;
+    for (const auto& g : gs) mo.named.insert(mo.named.end(), g.controls.begin(), g.controls.end());
+    mo.progress = [&clock](const std::string& line) { std::cerr << "tune: " << line << "  " << clock.eta() << "\n"; };
+    Minimised mz = minimise(*objective, space, best.config, mo);
+    answer = mz.config;
+    result["runs"]["minimise"] = mz.runs;
+    result["minimise"] = {{"runs", mz.runs},  {"checks", mz.checks}, {"controls", mz.controls},
+                          {"dropped", mz.dropped}, {"capped", mz.capped}, {"max_runs", mo.max_runs}};
+    minimise_line = "# minimise: " + std::to_string(mz.runs) + " runs, dropped " + std::to_string(mz.dropped.size()) +
+                    " of " + std::to_string(mz.controls) + " controls" + (mz.capped ? " (stopped at its cap)" : "") +
+                    (mz.dropped.empty() ? "" : "; full best: " + to_string(best.config)) + "\n";
+  }
+  result["verdict"] = "configuration";
+  result["config"] = answer;
+  const std::string shim = shim_path();
+  auto env = environment_for(space, answer, shim, inherited_environment());
+  auto confirms = confirmed_by(answer, gs, space, machine);
+  result["env"] = env;
+  result["confirms"] = confirms;
+  const bool preload = env.count("LD_PRELOAD") > 0;
+  result["shim"] = preload && !shim.empty() ? nlohmann::json(shim) : nlohmann::json(nullptr);
+  result["shim_origin"] = preload ? nlohmann::json(shim_origin(shim)) : nlohmann::json(nullptr);
+  if (!a.json)
+    for (const auto& [k, v] : env) std::cout << (a.export_only ? "export " : "") << k << "=" << shell_quote(v) << "\n";
   info << "# speedup " << speedup_text(speedup, spread) << " over the default (" << basis << "); " << tally << "\n";
+  info << minimise_line;
+  if (preload) {
+    const std::string origin = shim_origin(shim);
+    if (origin == "missing")
+      info << "# warning: an API control needs the preload shim libsyspilot_shim.so, which was not found: install "
+              "syspilot (cmake --install) or set SYSPILOT_SHIM to its path\n";
+    else
+      info << "# LD_PRELOAD: the shim applies the API controls; " << shim
+           << (origin == "installed"       ? " is installed beside syspilot\n"
+               : origin == "SYSPILOT_SHIM" ? " is SYSPILOT_SHIM's\n"
+                                           : " is the build tree's (syspilot is not installed)\n");
+  }
   if (!confirms.empty()) {
     info << "# confirms:";
     for (const auto& c : confirms) info << " " << c;
     info << "\n";
   }
-  info << "# session " << d.id << " (continue with: syspilot tune --resume " << d.id << " --budget N)\n";
-  return kOk;
+  info << session_line;
+  return conclude(kOk);
 }
 
 CommandRegistration reg(60, [](CLI::App& app, Context& ctx) {
@@ -734,6 +925,14 @@ CommandRegistration reg(60, [](CLI::App& app, Context& ctx) {
   cmd->add_flag("--dry-run", a->dry_run,
                 "Compose and derive hypotheses without running the application; print the space, the constraints, the "
                 "planned candidates and runs, and exit");
+  cmd->add_flag("--json", a->json,
+                "Print the result as one JSON document on stdout (the session as `syspilot sessions show --json` "
+                "prints it, with tune's conclusion under \"result\")");
+  cmd->add_flag("--no-minimise", a->no_minimise,
+                "Print the best configuration as found, without dropping the controls that make no difference");
+  cmd->add_option("--minimise-runs", a->minimise_runs,
+                  "Most runs the minimisation of the result may spend (default 16; not in the budget)")
+      ->check(CLI::Range(0, 1000));
   cmd->add_option("command", a->argv, "The application and its arguments, after --");
   cmd->callback([a, &ctx] {
     if (a->maximize && a->metric.empty() && a->score_cmd.empty())
@@ -741,6 +940,9 @@ CommandRegistration reg(60, [](CLI::App& app, Context& ctx) {
     if (!a->metric.empty() && !a->score_cmd.empty()) throw UsageError("give --metric or --score-cmd, not both");
     if (!a->compare.empty() && a->resume) throw UsageError("--compare starts new sessions; it cannot --resume one");
     if (!a->compare.empty() && a->export_only) throw UsageError("--compare prints a table; it cannot --export");
+    if (a->json && a->export_only) throw UsageError("give --json or --export, not both");
+    if (a->json && !a->compare.empty()) throw UsageError("--compare prints a table; it has no --json");
+    if (a->json && a->dry_run) throw UsageError("--dry-run prints a plan; it has no --json");
     if (a->dry_run && a->resume) throw UsageError("--dry-run plans a new session; it cannot --resume one");
     if (a->dry_run) {
       ctx.exit_code = run_tune(*a, nullptr);

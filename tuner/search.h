@@ -59,6 +59,10 @@ struct Param {
 struct Space {
   std::vector<Param> params;
   std::vector<std::string> constraints;
+  // Controls that set one resource of one library, an API setter among them
+  // (openblas_set_num_threads with OPENBLAS_NUM_THREADS): a configuration gives those of a
+  // group it sets one value (tuner/consistency.h).
+  std::vector<std::vector<std::string>> one_value;
 
   const Param* find(const std::string& name) const;
   // Value of a control under c: its value in c, else its default ("" when unknown).

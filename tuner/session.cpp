@@ -58,15 +58,24 @@ SessionInfo read_session(const store::Stmt& s) {
   i.status = s.column_text(8);
   i.created_at = s.column_text(9);
   i.finished_at = s.column_text(10);
+  i.result_json = s.column_text(11);
   return i;
 }
 
 const char* kSessionColumns =
-    "SELECT id, argv, strategy, budget, seed, space, guides, options, status, created_at, finished_at FROM tune_sessions";
+    "SELECT id, argv, strategy, budget, seed, space, guides, options, status, created_at, finished_at, result "
+    "FROM tune_sessions";
+
+// What tune concluded once the search ended (the verdict, the closing re-measurement, the
+// minimised configuration): JSON, '{}' until then.
+const char* kSchemaV2 = "ALTER TABLE tune_sessions ADD COLUMN result TEXT NOT NULL DEFAULT '{}';";
 
 }  // namespace
 
-void register_session_schema() { store::register_migration("tuner", 1, kSchemaV1); }
+void register_session_schema() {
+  store::register_migration("tuner", 1, kSchemaV1);
+  store::register_migration("tuner", 2, kSchemaV2);
+}
 
 SessionStore::SessionStore(const std::string& db_path) {
   register_session_schema();
@@ -139,6 +148,12 @@ void SessionStore::add_trial(std::int64_t id, const Trial& t) {
   st.run();
 }
 
+void SessionStore::set_result(std::int64_t id, const std::string& result_json) {
+  auto st = db_->prepare("UPDATE tune_sessions SET result = ? WHERE id = ?");
+  st.bind_all(result_json, id);
+  st.run();
+}
+
 void SessionStore::finish(std::int64_t id, const std::string& status) {
   auto st = db_->prepare(
       "UPDATE tune_sessions SET status = ?, finished_at = strftime('%Y-%m-%dT%H:%M:%SZ','now') WHERE id = ?");
@@ -167,7 +182,7 @@ std::string space_to_json(const Space& s) {
     params.push_back({{"name", p.name}, {"values", p.values}, {"default", p.default_value}, {"kind", kind_name(p.kind)},
                       {"library", p.library}, {"carrier", p.carrier}, {"item_sep", p.item_sep},
                       {"kv_sep", p.kv_sep}, {"numeric", p.numeric}});
-  return nlohmann::json{{"params", params}, {"constraints", s.constraints}}.dump();
+  return nlohmann::json{{"params", params}, {"constraints", s.constraints}, {"one_value", s.one_value}}.dump();
 }
 
 Space space_from_json(const std::string& text) {
@@ -191,6 +206,7 @@ Space space_from_json(const std::string& text) {
       s.params.push_back(std::move(q));
     }
     s.constraints = j.value("constraints", std::vector<std::string>{});
+    s.one_value = j.value("one_value", std::vector<std::vector<std::string>>{});
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(std::string("stored search space is malformed: ") + e.what());
   }
@@ -281,6 +297,8 @@ nlohmann::json session_to_json(const SessionInfo& s, const std::vector<Trial>& t
   if (!space.is_object()) space = nullptr;
   json guides = json::parse(s.guides_json, nullptr, false);
   if (!guides.is_array()) guides = json::array();
+  json result = json::parse(s.result_json.empty() ? "{}" : s.result_json, nullptr, false);
+  if (!result.is_object() || result.empty()) result = nullptr;
 
   // Values as measured: maximised metrics are stored negated; a capped trial's value is the
   // wall seconds it had run (its lower bound) whatever the objective.
@@ -332,7 +350,8 @@ nlohmann::json session_to_json(const SessionInfo& s, const std::vector<Trial>& t
           {"reference", pick(o.reference)},
           {"speedup", o.speedup > 0 ? json(o.speedup) : json(nullptr)},
           {"speedup_spread", o.speedup > 0 ? json(o.speedup_spread) : json(nullptr)},
-          {"speedup_basis", "trial medians"}};
+          {"speedup_basis", "trial medians"},
+          {"result", result}};
 }
 
 }  // namespace syspilot::tuner

@@ -25,6 +25,9 @@ struct SessionInfo {
   std::string options_json;        // the remaining settings (objective, timeout, ...), as the CLI wrote them
   std::string status;              // running | finished | failed | interrupted
   std::string created_at, finished_at;
+  // What tune concluded after the search (verdict, re-measured speedup, minimised and full
+  // best configurations, runs of each phase): a JSON object, "{}" until it is written.
+  std::string result_json;
 };
 
 // Sessions in one SQLite file. Every write is its own transaction: a trial is either stored
@@ -42,6 +45,7 @@ class SessionStore {
   std::vector<Trial> trials(std::int64_t id) const;  // in trial order
   void add_trial(std::int64_t id, const Trial& t);
   void finish(std::int64_t id, const std::string& status);
+  void set_result(std::int64_t id, const std::string& result_json);
   const std::string& path() const;
 
  private:
@@ -80,7 +84,8 @@ bool capped_trial(const Trial& t);
 // The one JSON form of a session, read by `syspilot sessions show --json`, the service and a
 // dashboard: id, program, args, strategy, status, times, budget, seed, objective, options,
 // machine (null when not recorded), space, guides, trials (config, ok, capped, failure, value
-// as measured, spread, repeats, samples, runs_before), best, reference, speedup, runs.
+// as measured, spread, repeats, samples, runs_before), best, reference, speedup, runs, and
+// result (tune's conclusion, SessionInfo::result_json; null before it is written).
 // docs/tuner.md ("Sessions") describes the fields.
 nlohmann::json session_to_json(const SessionInfo& s, const std::vector<Trial>& trials);
 

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "tuner/consistency.h"
 #include "tuner/search.h"
 
 namespace syspilot::tuner {
@@ -659,12 +660,22 @@ const std::vector<std::string>& strategy_names() {
   return names;
 }
 
-std::unique_ptr<Strategy> make_strategy(const std::string& name, const Space& space, const StrategyContext& ctx) {
+namespace {
+
+std::unique_ptr<Strategy> make_inner_strategy(const std::string& name, const Space& space, const StrategyContext& ctx) {
   if (name == "syspilot") return std::make_unique<GuidedSearch>(space, ctx);
   if (name == "random") return make_random_strategy(space, ctx);
   if (name == "grid") return make_grid_strategy(space, ctx);
   if (name == "optuna-tpe") return make_optuna_strategy("tpe", space, ctx);
   if (name == "optuna-cmaes") return make_optuna_strategy("cmaes", space, ctx);
+  return nullptr;
+}
+
+}  // namespace
+
+// Every strategy's proposals give the controls of one resource one value (tuner/consistency.h).
+std::unique_ptr<Strategy> make_strategy(const std::string& name, const Space& space, const StrategyContext& ctx) {
+  if (auto s = make_inner_strategy(name, space, ctx)) return consistent_strategy(std::move(s), space);
   throw std::invalid_argument("unknown strategy '" + name +
                               "'; use one of syspilot, random, grid, optuna-tpe, optuna-cmaes");
 }
