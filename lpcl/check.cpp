@@ -258,6 +258,9 @@ class Checker {
     provenance(k.prov, k.loc);
     // how it is set
     if (k.how.kind == ControlKind::Kind::Api) api_params(k);
+    if (is_query(k) && !k.sets.empty())
+      warning(k.loc, "control '" + k.name + "' is a query: its name asks for a value, so a call sets no " + list(k.sets),
+              "query-control", "drop the control (the tuner never searches a query), or its sets clause");
     if (k.how.kind == ControlKind::Kind::Option && k.how.carrier.empty())
       error(k.loc, "option control '" + k.name + "' has no carrier variable", "option-without-carrier",
             "name the variable that carries it: option(\"MALLOC_CONF\", \",\", \":\")");
@@ -482,6 +485,29 @@ class Checker {
 };
 
 }  // namespace
+
+bool is_query_name(std::string_view name) {
+  // Words split at '_', '.', ':' and lower-to-upper case changes, compared lower-cased.
+  std::vector<std::string> words(1);
+  for (size_t i = 0; i < name.size(); ++i) {
+    unsigned char ch = static_cast<unsigned char>(name[i]);
+    if (!std::isalnum(ch)) {
+      if (!words.back().empty()) words.emplace_back();
+      continue;
+    }
+    if (std::isupper(ch) && i > 0 && std::islower(static_cast<unsigned char>(name[i - 1])) && !words.back().empty())
+      words.emplace_back();
+    words.back() += static_cast<char>(std::tolower(ch));
+  }
+  for (const auto& w : words) {
+    if (w == "get" || w == "query" || w == "inquire" || w == "is" || w == "has") return true;
+    // openblas_getaffinity, pthread_getconcurrency: a getter written as one word.
+    if (w.size() > 3 && w.rfind("get", 0) == 0 && std::isalpha(static_cast<unsigned char>(w[3]))) return true;
+  }
+  return false;
+}
+
+bool is_query(const Control& c) { return c.how.kind == ControlKind::Kind::Api && is_query_name(c.name); }
 
 bool check(const Contract& c, Diagnostics& diags) { return Checker(c, diags).run(); }
 

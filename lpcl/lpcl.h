@@ -43,6 +43,14 @@ const std::vector<std::string>& predicates();
 const std::vector<std::string>& behaviors();  // known behaviors (others are warned about)
 const std::vector<std::string>& metrics();    // known signal metrics (others are warned about)
 
+// A query: a function whose name asks for a value (omp_get_num_threads, openblas_getaffinity,
+// cudaDeviceGetLimit, omp_is_initial_device) instead of taking one. A call to it changes no
+// setting, so a query is never a control that sets a resource: the checker warns when one claims
+// to, the offline drafter never drafts one, and the tuner never searches one.
+bool is_query_name(std::string_view function_name);
+// An `api` control named like a query.
+bool is_query(const Control& c);
+
 // The value of a literal: Int/Float as written (hex too), Size in bytes, Duration in
 // seconds, Bool as 0/1; nullopt for strings, names and compound expressions.
 std::optional<double> literal_value(const Expr& e);

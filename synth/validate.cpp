@@ -331,7 +331,7 @@ Diagnostics validate(lpcl::Contract& c, const extract::Facts& facts, bool repair
 
   // 3. Grounding.
   std::vector<std::string> invented;
-  std::set<std::string> per_call;
+  std::set<std::string> per_call, queries;
   for (auto& ctl : c.controls) {
     bool grounded = false;
     std::string what;
@@ -355,12 +355,19 @@ Diagnostics validate(lpcl::Contract& c, const extract::Facts& facts, bool repair
                 "per-call-flag", repair ? "" : "remove it: a configuration cannot set it");
         invented.push_back(ctl.name);
         per_call.insert(ctl.name);
+        continue;
       }
+    if (lpcl::is_query(ctl)) {
+      d.error(ctl.loc, "control " + ctl.name + " is a query: its name asks for a value, so calling it changes no setting",
+              "query-control", repair ? "" : "remove it: a configuration cannot set it");
+      invented.push_back(ctl.name);
+      queries.insert(ctl.name);
+    }
   }
   if (repair)
     for (auto& n : invented) {
       remove_control(c, n);
-      note((per_call.count(n) ? "dropped per-call flag " : "dropped invented control ") + n);
+      note((per_call.count(n) ? "dropped per-call flag " : queries.count(n) ? "dropped query " : "dropped invented control ") + n);
     }
   each_provenance(c, [&](lpcl::Provenance& p, const SourceLoc& loc, const std::string& who) {
     std::vector<std::string> kept;

@@ -153,7 +153,9 @@ bool admits(const lpcl::Control& c, const std::string& value) {
 std::vector<std::string> controls_for(const lpcl::Contract& c, const std::string& resource) {
   std::vector<std::string> out;
   auto add = [&](const std::string& n) {
-    if (c.find_control(n) && std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+    const lpcl::Control* ctl = c.find_control(n);
+    // A query (omp_get_num_threads) reads the resource; calling it sets nothing.
+    if (ctl && !lpcl::is_query(*ctl) && std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
   };
   for (auto& d : c.demands)
     if (d.resource == resource) {

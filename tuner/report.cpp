@@ -16,6 +16,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "lpcl/lpcl.h"
+
 namespace syspilot::tuner {
 
 namespace {
@@ -115,21 +117,6 @@ std::string remeasured_text(const std::optional<Verification>& v) {
 
 std::string config_text(const Config& c) { return c.empty() ? "default" : to_string(c); }
 
-// The identifier's words: omp_get_max_threads -> omp get max threads; cudaGetDevice -> cuda get device.
-std::vector<std::string> words(const std::string& name) {
-  std::vector<std::string> out(1);
-  for (size_t i = 0; i < name.size(); ++i) {
-    char c = name[i];
-    bool upper = std::isupper(static_cast<unsigned char>(c));
-    if (c == '_' || (upper && i > 0 && std::islower(static_cast<unsigned char>(name[i - 1])))) {
-      if (!out.back().empty()) out.emplace_back();
-      if (c == '_') continue;
-    }
-    out.back() += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return out;
-}
-
 // Every constraint once, with the hypotheses that imply it.
 std::vector<std::pair<std::string, std::vector<std::string>>> constraints_of(const ReportInput& in) {
   std::vector<std::pair<std::string, std::vector<std::string>>> out;
@@ -187,9 +174,7 @@ bool is_setter(const std::string& control, const Space& space) {
   const Param* p = space.find(control);
   if (p && p->kind != Param::Kind::Api) return true;
   // Not in the space, or an API control: a function named for reading is a query.
-  auto w = words(control);
-  bool query = std::any_of(w.begin(), w.end(), [](const std::string& x) { return x == "get" || x == "query"; });
-  return !query;
+  return !lpcl::is_query_name(control);
 }
 
 std::string render_svg(const ReportInput& in) {

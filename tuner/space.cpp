@@ -365,7 +365,7 @@ Space build_space(const std::vector<lpcl::Contract>& contracts, const std::vecto
   for (const auto& contract : contracts)
     for (const auto& sig : contract.signals)
       if (sig.kind == lpcl::Signal::Kind::Introspect) introspection.insert(sig.metric);
-  std::vector<std::string> left_out;
+  std::vector<std::string> left_out, queries;
   for (const auto& contract : contracts) {
     // API controls acting on a resource an env control of the same contract already sets are
     // left out of --space all: the env control reaches the same knob without the shim.
@@ -378,6 +378,11 @@ Space build_space(const std::vector<lpcl::Contract>& contracts, const std::vecto
       if (scope == SpaceScope::Hypotheses && !named) continue;
       if (introspection.count(c.name)) {
         push_unique(left_out, c.name);
+        continue;
+      }
+      if (lpcl::is_query(c)) {
+        // A stored contract may still list one (drafts before the checker warned of it).
+        push_unique(queries, c.name);
         continue;
       }
       if (scope == SpaceScope::All && !named && c.how.kind == lpcl::ControlKind::Kind::Api) {
@@ -402,6 +407,11 @@ Space build_space(const std::vector<lpcl::Contract>& contracts, const std::vecto
     for (const auto& n : left_out) names += (names.empty() ? "" : ", ") + n;
     diags.note({}, "not searched: " + names + " (introspection: debug, verbose or trace output, no effect on speed)",
                "introspection-control", "--pin NAME=VALUE sets one in every trial anyway");
+  }
+  if (!queries.empty()) {
+    std::string names;
+    for (const auto& n : queries) names += (names.empty() ? "" : ", ") + n;
+    diags.note({}, "not searched: " + names + " (queries: a call reads the setting and changes nothing)", "query-control");
   }
   // Fallback chains across every composed contract: `GOTO_NUM_THREADS fallback_for
   // OPENBLAS_NUM_THREADS` makes OPENBLAS_NUM_THREADS fall back on GOTO_NUM_THREADS.
