@@ -140,6 +140,10 @@ const Rule kRules[] = {
     {"predicate-args", "contract x \"1\" {\n  assume exclusive(cpu.cores, mem.arenas);\n}\n",
      "contract x \"1\" {\n  assume exclusive(cpu.cores);\n}\n",
      "t.lpcl:2:3: error: 'exclusive' takes 1 argument(s), not 2 [predicate-args]\n  hint: write: assume exclusive(cpu.cores);"},
+    {"query-control", "contract x \"1\" {\n  control omp_get_num_threads : api() int sets cpu.threads;\n}\n",
+     "contract x \"1\" {\n  control omp_set_num_threads : api(int n) int sets cpu.threads;\n}\n",
+     "t.lpcl:2:3: warning: control 'omp_get_num_threads' is a query: its name asks for a value, so a call sets no "
+     "cpu.threads [query-control]\n  hint: drop the control (the tuner never searches a query), or its sets clause"},
     {"unknown-behavior", "contract x \"1\" {\n  behavior spins;\n}\n", "contract x \"1\" {\n  behavior spin_wait;\n}\n",
      "t.lpcl:2:3: warning: unknown behavior 'spins' [unknown-behavior]\n  hint: known behaviors: spin_wait, passive_wait, creates_pool, "
      "pins_threads, allocates_arenas, uses_gpu, nested_parallelism, lazy_init"},
@@ -187,6 +191,20 @@ TEST_P(CheckerRule, FailingCaseReportsAndPassingCaseIsClean) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Rules, CheckerRule, ::testing::ValuesIn(kRules));
+
+TEST(CheckerRule, QueriesAreTheFunctionsNamedForReading) {
+  for (const char* q : {"omp_get_num_threads", "openblas_getaffinity", "cudaDeviceGetLimit", "omp_is_initial_device",
+                        "ZSTD_getFrameContentSize", "mkl_has_feature", "nccl.query_config"})
+    EXPECT_TRUE(is_query_name(q)) << q;
+  for (const char* s : {"omp_set_num_threads", "ZSTD_c_nbWorkers", "task_arena.initialize", "max_allowed_parallelism",
+                        "fftw_plan_with_nthreads", "cudaSetDevice", "target_threads", "budget", "this_thread"})
+    EXPECT_FALSE(is_query_name(s)) << s;
+  Control env;
+  env.name = "GET_THREADS";
+  EXPECT_FALSE(is_query(env)) << "only functions are queries";
+  env.how.kind = ControlKind::Kind::Api;
+  EXPECT_TRUE(is_query(env));
+}
 
 TEST(CheckerRule, CheckReturnsFalseOnErrorsOnly) {
   Diagnostics parse_diags;

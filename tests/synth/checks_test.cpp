@@ -4,6 +4,7 @@
 // real store.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -249,6 +250,56 @@ TEST(SynthChecks, PerCallFlagMacrosAreNotControls) {
   EXPECT_EQ(c.find_control("FOOX_TCACHE_NONE"), nullptr);
   EXPECT_EQ(c.find_control("FOOX_ARENA"), nullptr);
   EXPECT_NE(c.find_control("foox_set_narenas"), nullptr);
+}
+
+// A function that reads a setting (foox_get_narenas, fooxGetArenaCount, foox_getaffinity) is a
+// query: the drafter never drafts one, and validation drops one a model drafted.
+TEST(SynthChecks, QueriesAreNotControls) {
+  TempTree t;
+  t.write("include/foox.h",
+          "/* foox: a small thread-pooled allocator. */\n"
+          "#pragma once\n\n"
+          "/* Sets the number of arenas later threads spread over. */\n"
+          "void foox_set_narenas(unsigned n);\n"
+          "/* Returns the number of arenas. */\n"
+          "unsigned foox_get_narenas(void);\n"
+          "/* Returns the number of arenas. */\n"
+          "unsigned fooxGetArenaCount(void);\n"
+          "/* Sets the number of worker threads. */\n"
+          "void foox_set_num_threads(int n);\n"
+          "/* Returns the number of worker threads. */\n"
+          "int foox_get_num_threads(void);\n"
+          "/* Writes the CPUs thread i may run on. */\n"
+          "int foox_getaffinity(int i, unsigned long *mask);\n");
+  extract::ExtractOptions eo;
+  eo.paths = {t.str()};
+  eo.library = "foox";
+  extract::Facts facts = extract::extract(eo);
+  ASSERT_GE(facts.api_controls.size(), 6u) << "the header was not scanned";
+
+  auto r = synthesize(facts, options("foox"));
+  for (const char* query : {"foox_get_narenas", "fooxGetArenaCount", "foox_get_num_threads", "foox_getaffinity"})
+    EXPECT_EQ(r.contract.find_control(query), nullptr) << query << " reads a setting\n" << r.text;
+  EXPECT_NE(r.contract.find_control("foox_set_narenas"), nullptr) << r.text;
+  EXPECT_NE(r.contract.find_control("foox_set_num_threads"), nullptr) << r.text;
+  EXPECT_TRUE(r.converged) << r.open.str() << "\n" << r.text;
+
+  Diagnostics d;
+  auto doc = lpcl::parse(
+      "contract foox \"1\" {\n  binds header \"foox.h\";\n"
+      "  control foox_get_num_threads : api() int read_at call sets cpu.threads;\n"
+      "  control foox_set_num_threads : api(int n) int read_at call sets cpu.threads;\n}\n",
+      "draft.lpcl", d);
+  ASSERT_FALSE(d.has_errors()) << d.str();
+  lpcl::Contract c = doc.contracts.at(0);
+  lpcl::Contract probe = c;
+  Diagnostics found = validate(probe, facts, false);
+  EXPECT_TRUE(has_code(found, "query-control")) << found.str();
+  std::vector<std::string> repairs;
+  validate(c, facts, true, &repairs);
+  EXPECT_EQ(c.find_control("foox_get_num_threads"), nullptr);
+  EXPECT_NE(c.find_control("foox_set_num_threads"), nullptr);
+  EXPECT_NE(std::find(repairs.begin(), repairs.end(), "dropped query foox_get_num_threads"), repairs.end());
 }
 
 }  // namespace

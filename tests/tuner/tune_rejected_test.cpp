@@ -9,6 +9,7 @@
 
 #include "lpcl/lpcl.h"
 #include "tuner/analyze.h"
+#include "tuner/hypothesis.h"
 #include "tuner/measure.h"
 #include "tuner/rejected.h"
 #include "tuner/space.h"
@@ -159,4 +160,31 @@ TEST(Introspection, ProfilingSetsOnlyReviewedContractsKnobs) {
   EXPECT_EQ(profile_spec(comp, run).env_set.at("DBG_DEBUG"), "1");
   comp.contracts.front().source = "corpus";
   EXPECT_EQ(profile_spec(comp, run).env_set.at("DBG_DEBUG"), "1");
+}
+
+// ---- Queries --------------------------------------------------------------------------------
+
+// A stored contract drafted before the checker warned of queries may still say that
+// omp_get_num_threads sets cpu.threads: hypotheses never name it, the space never holds it.
+TEST(Queries, AreNeverNamedNorSearched) {
+  lpcl::Contract c = parse_contract(R"(contract rt "1" {
+  binds soname "librt-omp.so.1";
+  control omp_get_num_threads : api() int read_at call sets cpu.threads;
+  control omp_get_max_threads : api() int read_at call sets cpu.threads;
+  control RT_NUM_THREADS : env int in [1, ncpus] read_at init sets cpu.threads;
+  control omp_set_num_threads : api(int n) int in [1, ncpus] read_at call sets cpu.threads;
+})");
+  EXPECT_EQ(rules::controls_for(c, "cpu.threads"), (std::vector<std::string>{"RT_NUM_THREADS", "omp_set_num_threads"}));
+  Guide g;
+  g.id = "h";
+  g.controls = {"omp_get_num_threads", "RT_NUM_THREADS"};
+  MachineFacts m = MachineFacts::detect();
+  for (SpaceScope scope : {SpaceScope::All, SpaceScope::Hypotheses}) {
+    Diagnostics d;
+    Space s = build_space({c}, {g}, scope, {}, m, d);
+    EXPECT_NE(s.find("RT_NUM_THREADS"), nullptr);
+    EXPECT_EQ(s.find("omp_get_num_threads"), nullptr);
+    EXPECT_EQ(s.find("omp_get_max_threads"), nullptr);
+    EXPECT_NE(d.str().find("not searched: omp_get_num_threads"), std::string::npos) << d.str();
+  }
 }
