@@ -21,7 +21,7 @@ struct AnalyzeArgs {
   std::vector<std::string> app;
   std::string source, manifest, db, rules;
   std::vector<std::string> contracts, env;
-  bool json = false, no_probe = false, no_profile = false, no_synth = false;
+  bool json = false, quiet = false, no_probe = false, no_profile = false, no_synth = false;
   double timeout = 60;
   int repeats = 1;
   int overhead = 0;
@@ -90,6 +90,7 @@ void register_analyze(CLI::App& app, Context& ctx) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--repeats", a->repeats, "Interleaved default/probe rounds; medians decide")->check(CLI::Range(1, 20));
   cmd->add_flag("--json", a->json, "Print the analysis as JSON (schema: docs/analysis.md)");
+  cmd->add_flag("-q,--quiet", a->quiet, "No progress lines on standard error");
   cmd->add_flag("--no-probe", a->no_probe, "Only the default run; verdicts needing a probe stay unknown");
   cmd->add_flag("--no-profile", a->no_profile, "Compose and derive hypotheses without running the application");
   cmd->add_flag("--no-synth", a->no_synth, "Do not draft contracts for libraries that have none");
@@ -147,6 +148,7 @@ void register_analyze(CLI::App& app, Context& ctx) {
       o.profile.run.timeout_s = a->timeout;
       o.profile.probes = !a->no_probe;
       o.profile.repeats = a->repeats;
+      if (!a->quiet) o.profile.progress = [](const std::string& line) { std::cerr << "analyze: " << line << "\n"; };
     }
     tuner::Analysis an = tuner::analyze(o);
     for (auto& d : an.diagnostics.items())

@@ -565,6 +565,7 @@ int run_tune(TuneArgs a, Interruption* stop) {
     // The analysis' runs are charged to syspilot's budget: its extra pairs (a probe too close
     // to a threshold to call) take at most half of it, leaving the rest to the search.
     ao.profile.max_runs = a.budget / 2;
+    ao.profile.progress = [](const std::string& line) { std::cerr << "tune: analysis " << line << "\n"; };
     const auto analysis_start = std::chrono::steady_clock::now();
     Analysis an = analyze(ao);
     if (stop) stop->checkpoint();  // interrupted during the analysis: its killed runs are no trials

@@ -24,7 +24,22 @@ Analysis analyze(const AnalyzeOptions& opts) {
   // It is reused as the profile's first default run, so discovery costs no extra run.
   ProfileOptions po = opts.profile;
   RunSpec first_spec = profile_spec(a.composition, po.run);
+  if (po.progress) {
+    std::string libs;
+    for (auto& u : a.composition.contracts) libs += (libs.empty() ? "" : ", ") + u.contract.name;
+    po.progress("composed " + std::to_string(a.composition.contracts.size()) + " contract(s)" +
+                (libs.empty() ? "" : ": " + libs) + "; run 1: the default (also finds the libraries it loads at run time)");
+  }
   RunResult first = run(first_spec);
+  if (po.progress) {
+    std::ostringstream took;
+    took.precision(3);
+    if (first.ok())
+      took << first.wall_s << " s";
+    else
+      took << (first.failure.empty() ? "failed" : first.failure);
+    po.progress("run 1: " + took.str());
+  }
   // It also says how many processes ran each library at once (a script's workers).
   if (first.started) compose_runtime_libraries(a.composition, first, co, a.diagnostics);
   a.hypotheses = hypothesize(a.composition, a.diagnostics, opts.rules_dir);

@@ -3,6 +3,7 @@
 // refutes each. `syspilot analyze`, `syspilot tune` and POST /v1/compose call these.
 #pragma once
 #include <nlohmann/json_fwd.hpp>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -204,6 +205,9 @@ struct ProfileOptions {
   // here, since the analysis' runs are charged to it.
   int max_runs = 0;
   RunResult first_default;   // when started: reused as the first default run (analyze()'s discovery run)
+  // Told before each run of the application and after it ("run 2 of 5: probe
+  // OMP_NUM_THREADS=1 for h1", then "run 2: 1.84 s"); unset: silent.
+  std::function<void(const std::string&)> progress;
 };
 
 struct ProbeRun {

@@ -221,10 +221,27 @@ Profile profile(const Composition& comp, std::vector<Hypothesis>& hs, const Prof
   };
 
   int repeats = std::max(1, opts.repeats);
+  // Progress: the planned count is the pairs asked for; close ratios may add pairs later.
+  int done = opts.first_default.started ? 1 : 0;
+  int planned = repeats * (1 + static_cast<int>(prof.probes.size()));
+  auto logged_run = [&](const RunSpec& spec, const std::string& what) {
+    ++done;
+    planned = std::max(planned, done);
+    if (opts.progress) opts.progress("run " + std::to_string(done) + " of " + std::to_string(planned) + ": " + what);
+    RunResult r = run(spec);
+    if (opts.progress)
+      opts.progress("run " + std::to_string(done) + ": " + (r.ok() ? num(r.wall_s) + " s" : failure_text(r)));
+    return r;
+  };
+  auto probe_what = [&](const ProbeRun& p) {
+    std::string ids;
+    for (auto& h : p.hypotheses) ids += (ids.empty() ? "" : ", ") + h;
+    return "probe " + env_text(p.env) + " for " + ids;
+  };
   bool default_failed = false;
   bool default_slow = false;  // killed at the timeout while computing: probes may still finish
   for (int i = 0; i < repeats; ++i) {
-    RunResult d = i == 0 && opts.first_default.started ? opts.first_default : run(base);
+    RunResult d = i == 0 && opts.first_default.started ? opts.first_default : logged_run(base, "the default");
     prof.default_runs.push_back(d);
     if (!d.ok()) {
       // A crash, or a hang that waits, is the finding; probing a failing program proves
@@ -242,7 +259,7 @@ Profile profile(const Composition& comp, std::vector<Hypothesis>& hs, const Prof
       }
     }
     for (auto& p : prof.probes) {
-      p.runs.push_back(run(probe_spec(p)));
+      p.runs.push_back(logged_run(probe_spec(p), probe_what(p)));
       p.pairs.push_back(prof.default_runs.size() - 1);
     }
     if (default_slow) break;
@@ -285,14 +302,15 @@ Profile profile(const Composition& comp, std::vector<Hypothesis>& hs, const Prof
                              std::to_string(taken) + " runs so far, " + std::to_string(opts.max_runs) + " at most");
         break;
       }
-      RunResult d = run(base);
+      planned = done + 1 + static_cast<int>(close.size());
+      RunResult d = logged_run(base, "the default, another pair: a probe ratio is close to its threshold");
       if (!d.ok()) {  // the pairs so far decide
         prof.notes.push_back("an extra default run failed (" + failure_text(d) + "); the earlier pairs decide");
         break;
       }
       prof.default_runs.push_back(d);
       for (auto* p : close) {
-        p->runs.push_back(run(probe_spec(*p)));
+        p->runs.push_back(logged_run(probe_spec(*p), probe_what(*p)));
         p->pairs.push_back(prof.default_runs.size() - 1);
       }
       prof.notes.push_back("a probe ratio lay within " + num(opts.near * 100) + "% of a threshold: pair " +
