@@ -98,6 +98,29 @@ TEST(CliExit, AnalyzeExitsZeroWithConfirmedHypotheses) {
   if (!confirmed) GTEST_SKIP() << "no hypothesis confirmed on this machine; the exit status was 0 anyway";
 }
 
+// ---- progress ---------------------------------------------------------------------------------
+
+// analyze says what it runs as it runs it: one "run N: ..." line per run of the application, as
+// many as the JSON report counts; --quiet says nothing on standard error.
+TEST(CliProgress, AnalyzeSaysEachRunAsItGoes) {
+  TempDir dir;
+  CliRun r = run_cli(dir, "analyze --json --no-synth -- " + program("omp_blas") + " 200");
+  ASSERT_EQ(r.exit, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  size_t runs = j["profile"]["default_runs"].size();
+  for (auto& p : j["profile"]["probes"]) runs += p["runs"].size();
+  ASSERT_GE(runs, 2u) << r.out;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex("analyze: composed [0-9]+ contract\\(s\\): [^\\n]*libgomp"))) << r.err;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex("analyze: run 2 of [0-9]+: probe [A-Z_]+="))) << r.err;
+  const std::regex done("analyze: run [0-9]+: [0-9.]+ s\\n");
+  size_t lines = std::distance(std::sregex_iterator(r.err.begin(), r.err.end(), done), std::sregex_iterator());
+  EXPECT_EQ(lines, runs) << r.err;
+
+  CliRun quiet = run_cli(dir, "analyze --quiet --no-synth --no-probe -- " + program("omp_blas") + " 200");
+  ASSERT_EQ(quiet.exit, 0) << quiet.err;
+  EXPECT_EQ(quiet.err.find("analyze: run"), std::string::npos) << quiet.err;
+}
+
 // ---- --version ----------------------------------------------------------------------------------
 
 TEST(CliVersion, LongAndShortPrintTheProjectVersion) {
