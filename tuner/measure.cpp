@@ -277,9 +277,13 @@ TuneResult tune(Strategy& strategy, Objective& objective, const TuneOptions& o) 
     if (!o.progress) return;
     int b = best_of(res.trials);
     std::ostringstream line;
+    line.precision(4);  // 0.3882, 12.35: the noise is larger than a fifth digit
     line << "trial " << t.index + 1 << "  runs " << res.runs << "/" << o.budget << "  " << to_string(t.config) << "  ";
     if (t.m.ok) {
-      line << std::fabs(t.m.value) << " (x" << t.m.repeats << ", +-" << std::lround(t.m.spread * 100) << "%)";
+      // One run has no spread to show: "+-0%" would claim a precision nobody measured.
+      line << std::fabs(t.m.value) << " (x" << t.m.repeats;
+      if (t.m.repeats > 1) line << ", +-" << std::lround(t.m.spread * 100) << "%";
+      line << ")";
     } else if (t.m.capped) {
       line << t.m.failure;
     } else {
