@@ -722,7 +722,10 @@ int run_tune(TuneArgs a, Interruption* stop) {
     done.push_back({name, id, std::move(res), ver});
   }
 
-  if (!a.report.empty()) {
+  // The report, written once the command has concluded (the exported configuration is the
+  // minimised one); false when its path cannot be written.
+  auto write_the_report = [&](std::optional<ReportInput::Answer> answer) {
+    if (a.report.empty()) return true;
     ReportInput ri;
     ri.title = "syspilot tune: " + std::filesystem::path(a.argv[0]).filename().string();
     ri.argv = a.argv;
@@ -733,14 +736,16 @@ int run_tune(TuneArgs a, Interruption* stop) {
     ri.conditions.version = SYSPILOT_VERSION;
     ri.maximize = a.maximize;
     ri.objective = a.score_cmd.empty() ? (a.metric.empty() ? "wall time (s)" : "metric /" + a.metric + "/") : "score";
+    ri.answer = std::move(answer);
     try {
       write_report(a.report, ri);
     } catch (const std::exception& e) {
       std::cerr << "tune: " << e.what() << "\n";
-      return kUsage;  // the report's path
+      return false;
     }
     std::cerr << "tune: report written to " << a.report << "\n";
-  }
+    return true;
+  };
 
   // The speedup reported is the fresh re-measurement's when there is one.
   auto speedup_of = [&](const Done& d) {
@@ -756,6 +761,7 @@ int run_tune(TuneArgs a, Interruption* stop) {
                 << d.res.trials.size() << std::setw(44) << cfg << (cfg.size() >= 44 ? "  " : "")
                 << speedup_text(sp, spr) << "\n";
     }
+    if (!write_the_report(std::nullopt)) return kUsage;
     return std::all_of(done.begin(), done.end(), [](const Done& d) { return d.res.best >= 0; }) ? kOk : kAppFailed;
   }
 
@@ -774,6 +780,18 @@ int run_tune(TuneArgs a, Interruption* stop) {
                                      {"verification", d.ver ? verification_runs(a.verify) : 0},
                                      {"minimise", 0}}}};
   auto conclude = [&](int code) {
+    std::optional<ReportInput::Answer> answer;
+    if (result["verdict"] != "failed") {
+      answer.emplace();
+      answer->keep_defaults = result["verdict"] == "keep defaults";
+      answer->config = result["config"].get<Config>();
+      if (result["minimise"].is_object())
+        answer->minimise = std::to_string(result["minimise"]["runs"].get<int>()) + " runs, dropped " +
+                           std::to_string(result["minimise"]["dropped"].size()) + " of " +
+                           std::to_string(result["minimise"]["controls"].get<int>()) + " controls of " +
+                           to_string(result["full_best"].get<Config>());
+    }
+    if (!write_the_report(answer)) code = kUsage;  // the report's path
     result["exit"] = code;
     result["runs"]["total"] =
         result["runs"]["search"].get<int>() + result["runs"]["verification"].get<int>() + result["runs"]["minimise"].get<int>();

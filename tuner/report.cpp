@@ -327,9 +327,16 @@ std::string render_markdown(const ReportInput& in, const std::string& svg_name) 
       }
       md << "; best configuration (" << head.label << "): `" << md_cell(config_text(res.trials[res.best].config))
          << "`.\n\n";
-      if (sp > 0 && sp * (1 - spread) <= 1)
+      if (!in.answer && sp > 0 && sp * (1 - spread) <= 1)
         md << "The interval reaches 1: no configuration beat the default beyond noise; keep the defaults.\n\n";
     }
+  }
+  if (in.answer) {
+    if (in.answer->keep_defaults)
+      md << "**Answer: keep your defaults.** No configuration beat the default beyond noise; nothing is exported.\n\n";
+    else
+      md << "**Answer: apply `" << md_cell(config_text(in.answer->config)) << "`** (what the command exported"
+         << (in.answer->minimise.empty() ? "" : "; minimised: " + in.answer->minimise) << ").\n\n";
   }
   md << "![trials, default and best so far per run](" << svg_name << ")\n\n";
 

@@ -45,6 +45,15 @@ struct ReportInput {
   bool maximize = false;        // values were negated metrics
   std::string objective = "wall time (s)";
   RunConditions conditions;
+  // What the command concluded from the headline run, when it got that far: the configuration
+  // it exported (after minimisation), or "keep your defaults"; `minimise` says how the
+  // minimisation went ("" when it did not run).
+  struct Answer {
+    bool keep_defaults = false;
+    Config config;
+    std::string minimise;
+  };
+  std::optional<Answer> answer;
 };
 
 // False for a query: an API control that reads a value instead of setting one
