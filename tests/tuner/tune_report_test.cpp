@@ -150,6 +150,26 @@ TEST(TuneReport, OneHeadlineSpeedupReMeasuredWithItsInterval) {
   EXPECT_NE(md.find("| >= 4 s | 1 run | capped at 4 s"), std::string::npos) << md;
 }
 
+// The report ends where the command ends: the configuration it exported after minimisation, or
+// "keep your defaults"; without an answer (--compare) it shows none.
+TEST(TuneReport, TheAnswerIsWhatTheCommandExported) {
+  ReportInput in = session();
+  EXPECT_EQ(render_markdown(in, "r.svg").find("**Answer"), std::string::npos);
+  in.answer.emplace();
+  in.answer->config = {{"OPENBLAS_NUM_THREADS", "1"}};
+  in.answer->minimise = "4 runs, dropped 1 of 2 controls of OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1";
+  std::string md = render_markdown(in, "r.svg");
+  EXPECT_NE(md.find("**Answer: apply `OPENBLAS_NUM_THREADS=1`** (what the command exported; minimised: 4 runs, dropped 1 "
+                    "of 2 controls of OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1)"),
+            std::string::npos)
+      << md;
+  EXPECT_LT(md.find("**Speedup"), md.find("**Answer")) << md;
+  in.answer = ReportInput::Answer{true, {}, ""};
+  md = render_markdown(in, "r.svg");
+  EXPECT_NE(md.find("**Answer: keep your defaults.**"), std::string::npos) << md;
+  EXPECT_EQ(count(md, "keep"), 1u) << md;
+}
+
 TEST(TuneReport, SettersOnlyAndEveryConstraintOnce) {
   std::string md = render_markdown(session(), "r.svg");
   EXPECT_EQ(md.find("_get_"), std::string::npos) << md;  // queries are no controls
@@ -294,6 +314,17 @@ TEST(TuneReport, FromARealSession) {
   std::string listed = md.substr(0, trials).substr(md.find("## Hypotheses") == std::string::npos ? space
                                                                                                 : md.find("## Hypotheses"));
   EXPECT_TRUE(listed.find("_get_") == std::string::npos && listed.find("Get") == std::string::npos) << listed;
+
+  // The answer is the exported configuration: every line the command printed for it.
+  std::smatch ans;
+  ASSERT_TRUE(std::regex_search(md, ans, std::regex(R"(\*\*Answer: (apply `([^`]*)`|keep your defaults))"))) << md;
+  if (ans[2].matched) {
+    std::string exported;
+    std::istringstream out(r.stdout_text);
+    for (std::string line; std::getline(out, line);)
+      if (!line.empty() && line[0] != '#' && line.rfind("LD_PRELOAD=", 0) != 0) exported += (exported.empty() ? "" : " ") + line;
+    EXPECT_EQ(ans[2].str(), exported) << md << r.stdout_text;
+  }
 
   // One headline; when it is a speedup, it is the command's.
   size_t heads = count(md, "**Speedup") + count(md, "**No speedup");
