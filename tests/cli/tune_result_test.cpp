@@ -80,6 +80,26 @@ TEST(TuneResult, MinimisedDropsTheControlsThatMakeNoDifference) {
   EXPECT_EQ(parse_json(show.out), j);
 }
 
+// The README's example, tuned as the main job tunes it: what is exported is a few controls (the
+// thread count of one pool does most of the work), each kept because dropping it measurably
+// costs speed, and the speedup is re-measured beyond noise.
+TEST(TuneResult, TheReadmeExampleExportsAFewControls) {
+  TempDir dir;
+  CliRun r = run_cli(dir, "tune --json --db " + dir.file("t.db") + " --budget 12 -- " + SYSPILOT_EXAMPLE);
+  ASSERT_EQ(r.exit, 0) << r.err;
+  nlohmann::json j = parse_json(r.out);
+  const nlohmann::json& res = j["result"];
+  ASSERT_EQ(res["verdict"], "configuration") << res.dump(2) << r.err;
+  const Config exported = res["config"].get<Config>();
+  EXPECT_GE(exported.size(), 1u);
+  EXPECT_LE(exported.size(), 3u) << res.dump(2) << r.err;
+  EXPECT_TRUE(exported.count("OPENBLAS_NUM_THREADS") || exported.count("OMP_NUM_THREADS")) << res.dump(2);
+  if (res["minimise"].is_object())
+    EXPECT_EQ(res["minimise"]["controls"].get<size_t>() - res["minimise"]["dropped"].size(), exported.size())
+        << res.dump(2);
+  EXPECT_GT(res["speedup"].get<double>() * (1 - res["speedup_spread"].get<double>()), 1.0) << res.dump(2);
+}
+
 // --no-minimise prints the best as found: every control grid set.
 TEST(TuneResult, NoMinimisePrintsTheFullBest) {
   TempDir dir;
