@@ -158,37 +158,40 @@ TEST(TuneConsistency, OneValuePerResourceFromTheContracts) {
   }
 }
 
+// A stored session over fast_mode (see above): its space ties fast_mode_set (API) to FAST_MODE
+// (env), beside X, which changes nothing.
+std::int64_t fast_mode_session(const std::string& db) {
+  tuner::SessionStore store(db);
+  tuner::Space space;
+  tuner::Param api;
+  api.name = "fast_mode_set";
+  api.kind = tuner::Param::Kind::Api;
+  api.values = {"0", "1"};
+  api.numeric = true;
+  tuner::Param env = api;
+  env.name = "FAST_MODE";
+  env.kind = tuner::Param::Kind::Env;
+  tuner::Param x = env;
+  x.name = "X";
+  x.values = {"1", "2"};
+  space.params = {env, x, api};
+  space.one_value = {{"fast_mode_set", "FAST_MODE"}};
+  tuner::SessionInfo s;
+  s.argv = {CLI_FAST_MODE};
+  s.strategy = "grid";
+  s.budget = 12;
+  s.space_json = tuner::space_to_json(space);
+  s.options_json = R"({"timeout": 20})";
+  return store.create(s);
+}
+
 // Through the command, on a program with an API control of its own: a stored session whose
 // space ties fast_mode_set (API) to FAST_MODE (env). Every trial gives them one value; the
 // minimised result keeps the setter alone, so LD_PRELOAD names the shim, which exists.
 TEST(TuneConsistency, ApiControlInTheResultBringsTheShim) {
   TempDir dir;
   const std::string db = dir.file("t.db");
-  std::int64_t id = 0;
-  {
-    tuner::SessionStore store(db);
-    tuner::Space space;
-    tuner::Param api;
-    api.name = "fast_mode_set";
-    api.kind = tuner::Param::Kind::Api;
-    api.values = {"0", "1"};
-    api.numeric = true;
-    tuner::Param env = api;
-    env.name = "FAST_MODE";
-    env.kind = tuner::Param::Kind::Env;
-    tuner::Param x = env;
-    x.name = "X";
-    x.values = {"1", "2"};
-    space.params = {env, x, api};
-    space.one_value = {{"fast_mode_set", "FAST_MODE"}};
-    tuner::SessionInfo s;
-    s.argv = {CLI_FAST_MODE};
-    s.strategy = "grid";
-    s.budget = 12;
-    s.space_json = tuner::space_to_json(space);
-    s.options_json = R"({"timeout": 20})";
-    id = store.create(s);
-  }
+  const std::int64_t id = fast_mode_session(db);
   CliRun r = run_cli(dir, "tune --resume " + std::to_string(id) + " --verify 2 --db " + db);
   ASSERT_EQ(r.exit, 0) << r.err;
   {
@@ -207,4 +210,30 @@ TEST(TuneConsistency, ApiControlInTheResultBringsTheShim) {
   EXPECT_FALSE(std::regex_search(r.out, std::regex("(^|\n)(X|FAST_MODE)="))) << "dropped controls exported:\n" << r.out;
   EXPECT_NE(r.out.find("is the build tree's"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("# minimise: "), std::string::npos) << r.out;
+}
+
+// Installed (cmake --install), syspilot exports the shim installed beside it, and the exported
+// environment, applied to the program by hand, makes the setter take effect.
+TEST(TuneConsistency, InstalledSyspilotExportsItsInstalledShim) {
+  TempDir dir;
+  const std::string prefix = dir.file("inst");
+  const std::string install =
+      std::string(CMAKE_COMMAND) + " --install " + SYSPILOT_BUILD_DIR + " --prefix " + q(prefix) + " >/dev/null";
+  ASSERT_EQ(std::system(install.c_str()), 0) << install;
+  const std::string installed = prefix + "/bin/syspilot", shim = prefix + "/lib/syspilot/libsyspilot_shim.so";
+  ASSERT_TRUE(std::filesystem::exists(installed) && std::filesystem::exists(shim));
+  const std::string db = dir.file("t.db");
+  const std::int64_t id = fast_mode_session(db);
+  const std::string out = dir.file("o"), err = dir.file("e");
+  const std::string cmd = "env -u SYSPILOT_DB -u SYSPILOT_SHIM -u SYSPILOT_DATA_DIR " + q(installed) + " tune --resume " +
+                          std::to_string(id) + " --verify 2 --export --db " + q(db) + " >" + out + " 2>" + err;
+  ASSERT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 0) << slurp(err);
+  const std::string exported = slurp(out);
+  EXPECT_NE(exported.find("export LD_PRELOAD=" + shim + "\n"), std::string::npos) << exported;
+  EXPECT_NE(slurp(err).find(shim + " is installed beside syspilot"), std::string::npos) << slurp(err);
+  // The user's next step: source the exports, run the program.
+  spit(dir.file("env.sh"), exported);
+  const std::string ran = dir.file("ran");
+  ASSERT_EQ(std::system((". " + q(dir.file("env.sh")) + " && " + CLI_FAST_MODE + " >" + ran).c_str()), 0);
+  EXPECT_EQ(slurp(ran), "fast\n");
 }
