@@ -92,6 +92,7 @@ int run_compare(const EvalArgs& a) {
   };
   eval::Comparison c = eval::compare(scenarios, tables, o, guidance, diags);
   diags.print(std::cerr);
+  c.freeze = eval::load_freeze();
   if (!a.report.empty()) {
     eval::write_report(c, a.report);
     std::cerr << "report written to " << a.report << "\n";

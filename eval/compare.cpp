@@ -193,6 +193,7 @@ Comparison compare(const std::vector<Scenario>& scenarios, const std::map<std::s
     r.configurations = t.entries.size();
     r.noise = t.noise();
     r.negative_control = s.negative_control;
+    r.group = s.group;
     Guidance g;
     bool want_guides = std::find(tuners.begin(), tuners.end(), "syspilot") != tuners.end();
     if (want_guides && guidance) g = guidance(s);

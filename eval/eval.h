@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -29,14 +30,17 @@ struct ControlSpec {
 struct Scenario {
   std::string name;
   std::string dir;                    // eval/scenarios/<name>
-  std::string program;                // file name under programs_dir()
-  std::vector<std::string> args;
+  std::string program;                // file name under programs_dir(), or an absolute path (/usr/bin/python3)
+  std::vector<std::string> args;      // "{scenario_dir}" in an argument is replaced by `dir`
   std::vector<std::string> libraries; // contract names the application composes
   Config user_default;                // what the user runs it with (the reference configuration)
   std::vector<ControlSpec> space;
   std::vector<std::string> expert;    // the hand-chosen subspace of the expert baseline
   double timeout_s = 15;
   bool negative_control = false;
+  // "dev": the rules and the strategy were developed on it; "held-out": written after the
+  // freeze named in eval/freeze.json, and never used to change a rule or the strategy.
+  std::string group = "dev";
   std::string readme;                 // the README line: what a user wrote and why it contends
 };
 
@@ -46,6 +50,25 @@ std::string scenarios_dir();
 std::string programs_dir();
 // eval/data in the source tree (SYSPILOT_EVAL_DATA overrides).
 std::string data_dir();
+
+// The command line of one run: the program (programs_dir()'s, unless absolute) and its
+// arguments with "{scenario_dir}" replaced.
+std::vector<std::string> command_line(const Scenario& s);
+
+// The freeze before the held-out scenarios (eval/freeze.json): the commit whose rules,
+// strategy and corpus the held-out scenarios were written against, and the paths that hold
+// them. `changed` says whether any of those paths differs now (git diff against the commit);
+// unknown when git or the history is not at hand.
+struct Freeze {
+  std::string commit;
+  std::string date;
+  std::vector<std::string> paths;
+  std::optional<bool> changed;
+  std::string changed_note;  // the paths that changed, or why it is unknown
+};
+// Reads `path` (empty: eval/freeze.json) and checks the paths against the checkout. A missing
+// file gives an empty commit.
+Freeze load_freeze(const std::string& path = {});
 
 // Reads every scenario.json under `dir`, sorted by name. Problems go to diags (file:line unknown).
 std::vector<Scenario> load_scenarios(const std::string& dir, Diagnostics& diags);
@@ -207,6 +230,7 @@ struct ScenarioResult {
   std::size_t configurations = 0;
   double noise = 0;
   bool negative_control = false;
+  std::string group = "dev";
   std::string guides_note;          // what the analysis gave the syspilot tuner
   std::vector<Session> sessions;
 };
@@ -219,6 +243,7 @@ struct Comparison {
   std::vector<std::string> digest_notes;
   std::map<std::string, std::string> machine;
   std::vector<ScenarioResult> scenarios;
+  Freeze freeze;                    // named in the held-out section
 };
 
 // Contract-derived guidance for the syspilot tuner on one scenario (from the analysis stage

@@ -123,12 +123,11 @@ namespace {
 bool analyse_live(const Scenario& s, Guidance& g, Diagnostics& diags) {
   Environment env = environment(s, {});
   tuner::AnalyzeOptions opts;
-  opts.compose.binary = programs_dir() + "/" + s.program;
+  opts.profile.run.argv = command_line(s);
+  opts.compose.binary = opts.profile.run.argv.front();
   opts.compose.source_dir = s.dir;
   opts.compose.contract_dirs = {corpus_dir()};
   opts.compose.env = env.set;
-  opts.profile.run.argv.push_back(opts.compose.binary);
-  opts.profile.run.argv.insert(opts.profile.run.argv.end(), s.args.begin(), s.args.end());
   opts.profile.run.env_set = env.set;
   opts.profile.run.env_unset = env.unset;
   opts.profile.run.timeout_s = s.timeout_s;

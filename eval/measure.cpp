@@ -26,8 +26,7 @@ std::string utc_now() {
 Run run_once(const Scenario& s, const Config& c) {
   Environment env = environment(s, c);
   tuner::RunSpec spec;
-  spec.argv.push_back(programs_dir() + "/" + s.program);
-  spec.argv.insert(spec.argv.end(), s.args.begin(), s.args.end());
+  spec.argv = command_line(s);
   spec.env_set = env.set;
   spec.env_unset = env.unset;
   spec.timeout_s = s.timeout_s;

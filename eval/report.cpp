@@ -227,28 +227,12 @@ std::string convergence_svg(const ScenarioResult& r, const std::vector<std::stri
   return s.str();
 }
 
-std::string write_report(const Comparison& c, const std::string& path) {
-  namespace fs = std::filesystem;
-  fs::path p(path);
-  std::string stem = p.stem().string();
-  fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  fs::create_directories(dir);
-  int max_runs = c.budgets.empty() ? 0 : c.budgets.back();
-  auto tuners = tuners_in(c);
-  std::ostringstream md;
-  md << "# SysPilot evaluation: tuners side by side on contention scenarios\n\n";
-  md << "Machine:";
-  for (const auto& [k, v] : c.machine) md << " " << k << "=`" << v << "`;";
-  md << "\n\nContracts: the same corpus for every scenario, digest `"
-     << (c.contracts_digest.empty() ? "(tables disagree)" : c.contracts_digest) << "`.\n";
-  for (const auto& n : c.digest_notes) md << "Note: " << n << ".\n";
-  md << "\nMode: " << (c.live ? "live trials" : "replay of the measured tables (eval/data)") << "; budgets";
-  for (int b : c.budgets) md << " " << b;
-  md << " runs; " << c.seeds << " seeds per tuner. Every run of the application counts against the budget "
-     << "(the reference run of the default, repeats, failed runs, and syspilot's profiling runs).\n\n";
-  md << "## Summary\n\n" << summary_table(c) << "\n";
-  md << "![summary](" << stem << "-summary.svg)\n\n";
-  md << "## Targets\n\n| scenario | within 5% in <= 1/3 of the runs | 1.2x better at 10 runs | matches expert within 5% |\n"
+namespace {
+
+// A group's summary table and its targets (the heading level given), into `md`.
+void target_section(std::ostringstream& md, const Comparison& c, const std::string& level) {
+  md << level << "Summary\n\n" << summary_table(c) << "\n";
+  md << level << "Targets\n\n| scenario | within 5% in <= 1/3 of the runs | 1.2x better at 10 runs | matches expert within 5% |\n"
      << "|---|---|---|---|\n";
   int met_runs = 0, met_10 = 0, met_expert = 0;
   std::vector<std::string> runs_out_of_reach, at10_out_of_reach;
@@ -283,6 +267,64 @@ std::string write_report(const Comparison& c, const std::string& path) {
          << (2 * at10_max < n ? ", so \"at least half\" cannot be met" : "") << ".";
     md << "\n\n";
   }
+}
+
+}  // namespace
+
+std::string write_report(const Comparison& c, const std::string& path) {
+  namespace fs = std::filesystem;
+  fs::path p(path);
+  std::string stem = p.stem().string();
+  fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  fs::create_directories(dir);
+  int max_runs = c.budgets.empty() ? 0 : c.budgets.back();
+  auto tuners = tuners_in(c);
+  std::ostringstream md;
+  md << "# SysPilot evaluation: tuners side by side on contention scenarios\n\n";
+  md << "Machine:";
+  for (const auto& [k, v] : c.machine) md << " " << k << "=`" << v << "`;";
+  md << "\n\nContracts: the same corpus for every scenario, digest `"
+     << (c.contracts_digest.empty() ? "(tables disagree)" : c.contracts_digest) << "`.\n";
+  for (const auto& n : c.digest_notes) md << "Note: " << n << ".\n";
+  md << "\nMode: " << (c.live ? "live trials" : "replay of the measured tables (eval/data)") << "; budgets";
+  for (int b : c.budgets) md << " " << b;
+  md << " runs; " << c.seeds << " seeds per tuner. Every run of the application counts against the budget "
+     << "(the reference run of the default, repeats, failed runs, and syspilot's profiling runs).\n\n";
+  // One section per group: the dev scenarios the rules and the strategy were developed on,
+  // then the held-out ones written after the freeze; each with its own summary and targets.
+  auto subset = [&](const std::string& group) {
+    Comparison g = c;
+    g.scenarios.clear();
+    for (const auto& r : c.scenarios)
+      if (r.group == group) g.scenarios.push_back(r);
+    return g;
+  };
+  const Comparison dev = subset("dev"), held = subset("held-out");
+  const bool grouped = !held.scenarios.empty();
+  if (grouped) {
+    md << "## Dev scenarios\n\nThe hypothesis rules, the strategy and the corpus were developed on these "
+       << dev.scenarios.size() << " scenarios.\n\n";
+    target_section(md, dev, "### ");
+    md << "## Held-out scenarios\n\n";
+    const Freeze& f = c.freeze;
+    if (f.commit.empty()) {
+      md << "No freeze is recorded (eval/freeze.json): these figures do not show generalisation.\n\n";
+    } else {
+      md << "Written after the freeze at commit `" << f.commit.substr(0, 12) << "`" << (f.date.empty() ? "" : " (" + f.date + ")")
+         << ": the rules, the strategy and the corpus (";
+      for (size_t i = 0; i < f.paths.size(); ++i) md << (i ? ", " : "") << "`" << f.paths[i] << "`";
+      md << ") as of that commit; no rule or strategy was changed for them. Now: "
+         << (f.changed_note.empty() ? "unknown" : f.changed_note) << ".";
+      if (f.changed && *f.changed)
+        md << " **A frozen path changed: these are not held-out figures until a new freeze and fresh held-out "
+              "scenarios.**";
+      md << "\n\n";
+    }
+    target_section(md, held, "### ");
+  } else {
+    target_section(md, c, "## ");
+  }
+  md << "![summary](" << stem << "-summary.svg)\n\n";
   // Summary plot: the median over scenarios of each tuner's median relative best per run.
   ScenarioResult all;
   all.scenario = "all scenarios (median of per-scenario medians)";
@@ -299,7 +341,7 @@ std::string write_report(const Comparison& c, const std::string& path) {
   }
   std::ofstream(dir / (stem + "-summary.svg")) << convergence_svg(all, tuners, max_runs);
   for (const auto& r : c.scenarios) {
-    md << "## " << r.scenario << "\n\n";
+    md << "## " << r.scenario << (r.group == "held-out" ? " (held-out)" : "") << "\n\n";
     md << "Exhaustive best " << fixed(r.exhaustive_best, 3) << " s with `" << config_text(r.best_config) << "`";
     if (!r.best_unsets.empty()) {
       md << " and unset";

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "eval/eval.h"
+#include "tuner/run.h"
 
 namespace syspilot::eval {
 
@@ -68,6 +69,9 @@ std::vector<Scenario> load_scenarios(const std::string& dir, Diagnostics& diags)
       s.expert = j.value("expert", std::vector<std::string>{});
       s.timeout_s = j.value("timeout_s", 15.0);
       s.negative_control = j.value("negative_control", false);
+      s.group = j.value("group", std::string("dev"));
+      if (s.group != "dev" && s.group != "held-out")
+        throw std::invalid_argument("group must be \"dev\" or \"held-out\", not \"" + s.group + "\"");
       std::ifstream readme(f.parent_path() / "README.md");
       std::string line;
       while (std::getline(readme, line))
@@ -79,6 +83,58 @@ std::vector<Scenario> load_scenarios(const std::string& dir, Diagnostics& diags)
     }
   }
   return out;
+}
+
+std::vector<std::string> command_line(const Scenario& s) {
+  std::vector<std::string> argv{s.program.rfind('/', 0) == 0 ? s.program : programs_dir() + "/" + s.program};
+  for (std::string a : s.args) {
+    const std::string key = "{scenario_dir}";
+    for (size_t at = a.find(key); at != std::string::npos; at = a.find(key, at + s.dir.size())) a.replace(at, key.size(), s.dir);
+    argv.push_back(std::move(a));
+  }
+  return argv;
+}
+
+Freeze load_freeze(const std::string& path) {
+  Freeze f;
+  const std::string file = path.empty() ? std::string(checkout_dir()) + "/eval/freeze.json" : path;
+  std::ifstream in(file);
+  if (!in) return f;
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (!j.is_object()) {
+    f.changed_note = file + " is not a JSON object";
+    return f;
+  }
+  f.commit = j.value("commit", std::string());
+  f.date = j.value("date", std::string());
+  f.paths = j.value("paths", std::vector<std::string>{});
+  // A commit is hex only: nothing from the file reaches the shell otherwise.
+  bool hex = !f.commit.empty() && f.commit.size() <= 40 &&
+             std::all_of(f.commit.begin(), f.commit.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+  if (!hex) {
+    f.changed_note = "no commit named";
+    return f;
+  }
+  tuner::RunSpec git;
+  git.argv = {"git", "-C", checkout_dir(), "diff", "--name-only", f.commit, "--"};
+  git.argv.insert(git.argv.end(), f.paths.begin(), f.paths.end());
+  git.timeout_s = 30;
+  git.sample_interval_s = 0;
+  git.perf = false;
+  git.placeholders = false;
+  tuner::RunResult r = tuner::run(git);
+  if (!r.ok()) {
+    f.changed_note = "unknown: git could not compare with the freeze commit (" +
+                     (r.failure.empty() ? std::string("no history") : r.failure) + ")";
+    return f;
+  }
+  std::string names;
+  std::istringstream lines(r.stdout_text);
+  for (std::string l; std::getline(lines, l);)
+    if (!l.empty()) names += (names.empty() ? "" : ", ") + l;
+  f.changed = !names.empty();
+  f.changed_note = names.empty() ? "unchanged since the freeze" : "changed since the freeze: " + names;
+  return f;
 }
 
 std::vector<Config> enumerate(const Scenario& s) {

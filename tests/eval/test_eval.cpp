@@ -66,7 +66,7 @@ TEST(Scenarios, AtLeastEightWellFormed) {
   for (const auto& s : scenarios()) {
     SCOPED_TRACE(s.name);
     EXPECT_FALSE(s.readme.empty());
-    EXPECT_TRUE(fs::exists(programs_dir() + "/" + s.program)) << "scenario program not built";
+    EXPECT_TRUE(fs::exists(command_line(s).front())) << "scenario program not built or not installed";
     EXPECT_FALSE(s.space.empty());
     auto all = enumerate(s);
     std::set<Config> distinct;
