@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
@@ -418,6 +419,118 @@ TEST(Report, MissedRunsTargetNamesTheAnalysisRuns) {
   EXPECT_NE(md.find("within 1.2x of the best at 10 runs (two_causes), so \"at least half\" cannot be met"),
             std::string::npos)
       << md;
+}
+
+// A held-out scenario: its group, an absolute program, {scenario_dir} in its arguments; a group
+// other than dev or held-out is an error.
+TEST(Scenarios, HeldOutWithAnApplicationNobodyHereWrote) {
+  fs::path dir = fs::temp_directory_path() / ("syspilot-eval-held-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "py" );
+  fs::create_directories(dir / "bad");
+  std::ofstream(dir / "py" / "scenario.json")
+      << R"({"name": "py", "group": "held-out", "program": "/usr/bin/python3", "args": ["{scenario_dir}/main.py", "3"],
+             "space": [{"control": "OPENBLAS_NUM_THREADS", "values": ["", "1"]}]})";
+  std::ofstream(dir / "bad" / "scenario.json")
+      << R"({"name": "bad", "group": "test", "program": "x", "space": [{"control": "X", "values": ["", "1"]}]})";
+  Diagnostics d;
+  auto v = load_scenarios(dir.string(), d);
+  ASSERT_EQ(v.size(), 1u) << d.str();
+  EXPECT_EQ(v[0].group, "held-out");
+  EXPECT_EQ(command_line(v[0]), (std::vector<std::string>{"/usr/bin/python3", (dir / "py").string() + "/main.py", "3"}));
+  EXPECT_NE(d.str().find("group must be \"dev\" or \"held-out\", not \"test\""), std::string::npos) << d.str();
+  for (const auto& s : scenarios()) EXPECT_EQ(command_line(s).front().front(), '/') << s.name;
+  fs::remove_all(dir);
+}
+
+// The report splits dev and held-out scenarios, each with its summary and targets, and names the
+// freeze; a frozen path changed since is said plainly.
+TEST(Report, HeldOutScenariosHaveTheirOwnSectionAndNameTheFreeze) {
+  Comparison c;
+  c.budgets = {5, 10};
+  c.seeds = 1;
+  auto result = [](const char* name, const char* group) {
+    ScenarioResult r;
+    r.scenario = name;
+    r.group = group;
+    r.exhaustive_best = 1, r.default_value = 1.5, r.configurations = 4;
+    Session x;
+    x.tuner = "random";
+    x.best_by_run = {1.5, 1.2, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0};
+    r.sessions = {x};
+    return r;
+  };
+  c.scenarios = {result("made_here", "dev"), result("numpy_pool", "held-out")};
+  c.freeze.commit = "0123456789abcdef0123";
+  c.freeze.date = "2026-12-05";
+  c.freeze.paths = {"tuner/rules", "corpus"};
+  c.freeze.changed = false;
+  c.freeze.changed_note = "unchanged since the freeze";
+  fs::path dir = fs::temp_directory_path() / ("syspilot-eval-groups-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::string md = write_report(c, (dir / "r.md").string());
+  size_t dev = md.find("## Dev scenarios"), held = md.find("## Held-out scenarios");
+  ASSERT_NE(dev, std::string::npos) << md;
+  ASSERT_NE(held, std::string::npos) << md;
+  EXPECT_LT(dev, held);
+  // Each group's own summary lists its scenarios only.
+  std::string dev_part = md.substr(dev, held - dev), held_part = md.substr(held, md.find("## made_here") - held);
+  EXPECT_NE(dev_part.find("| made_here |"), std::string::npos) << dev_part;
+  EXPECT_EQ(dev_part.find("numpy_pool"), std::string::npos) << dev_part;
+  EXPECT_NE(held_part.find("| numpy_pool |"), std::string::npos) << held_part;
+  EXPECT_EQ(held_part.find("made_here"), std::string::npos) << held_part;
+  EXPECT_NE(held_part.find("### Targets"), std::string::npos);
+  EXPECT_NE(held_part.find("Written after the freeze at commit `0123456789ab` (2026-12-05)"), std::string::npos) << held_part;
+  EXPECT_NE(held_part.find("`tuner/rules`, `corpus`"), std::string::npos) << held_part;
+  EXPECT_NE(md.find("## numpy_pool (held-out)"), std::string::npos);
+  EXPECT_EQ(md.find("A frozen path changed"), std::string::npos);
+  c.freeze.changed = true;
+  c.freeze.changed_note = "changed since the freeze: tuner/rules/x.json";
+  md = write_report(c, (dir / "r.md").string());
+  EXPECT_NE(md.find("changed since the freeze: tuner/rules/x.json. **A frozen path changed"), std::string::npos) << md;
+  // Only dev scenarios: one summary, as before.
+  c.scenarios.pop_back();
+  md = write_report(c, (dir / "r.md").string());
+  EXPECT_EQ(md.find("Held-out"), std::string::npos);
+  EXPECT_NE(md.find("## Targets"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+// The freeze file is read and checked against the history with git: a path absent from both
+// sides is unchanged, a path that did not exist at the first commit has changed, and a commit
+// that is no hex is never handed to git.
+TEST(Freeze, ChangedPathsAreFoundWithGit) {
+  fs::path dir = fs::temp_directory_path() / ("syspilot-eval-freeze-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  auto freeze = [&](const std::string& commit, const std::string& path) {
+    std::ofstream(dir / "f.json") << nlohmann::json{{"commit", commit}, {"date", "d"}, {"paths", {path}}}.dump();
+    return load_freeze((dir / "f.json").string());
+  };
+  Freeze bad = freeze("HEAD; rm -rf /", "corpus");
+  EXPECT_FALSE(bad.changed.has_value());
+  EXPECT_EQ(bad.changed_note, "no commit named");
+  EXPECT_TRUE(load_freeze((dir / "none.json").string()).commit.empty());
+  const std::string git = "git -C " + std::string(SYSPILOT_SOURCE_DIR) + " ";
+  auto out = [&](const std::string& cmd) {
+    std::string text;
+    FILE* p = popen((git + cmd + " 2>/dev/null").c_str(), "r");
+    if (!p) return text;
+    char buf[256];
+    while (fgets(buf, sizeof buf, p)) text += buf;
+    pclose(p);
+    while (!text.empty() && (text.back() == '\n')) text.pop_back();
+    return text;
+  };
+  const std::string head = out("rev-parse HEAD"), root = out("rev-list --max-parents=0 HEAD");
+  if (head.empty() || root.empty() || root == head) GTEST_SKIP() << "no git history at hand";
+  Freeze same = freeze(head, "no/such/path/in/any/commit");
+  ASSERT_TRUE(same.changed.has_value()) << same.changed_note;
+  EXPECT_FALSE(*same.changed);
+  Freeze old = freeze(root.substr(0, root.find('\n')), "corpus");
+  ASSERT_TRUE(old.changed.has_value()) << old.changed_note;
+  EXPECT_TRUE(*old.changed);
+  EXPECT_EQ(old.changed_note.rfind("changed since the freeze: corpus/", 0), 0u) << old.changed_note;
+  fs::remove_all(dir);
 }
 
 TEST(Cli, ReplayPrintsSummaryAndRejectsBadInput) {
