@@ -163,7 +163,7 @@ Comparison compare(const std::vector<Scenario>& scenarios, const std::map<std::s
   int max_runs = c.budgets.empty() ? 0 : c.budgets.back();
   std::vector<std::string> tuners = o.tuners.empty() ? tuner_names() : o.tuners;
   std::string current = contracts_digest(corpus_dir());
-  std::set<std::string> digests;
+  std::map<std::string, std::set<std::string>> digests;  // per group
   bool any_contract = false;
   for (const auto& s : scenarios) {
     auto it = tables.find(s.name);
@@ -178,7 +178,7 @@ Comparison compare(const std::vector<Scenario>& scenarios, const std::map<std::s
                   "eval-args-changed", "measure the scenario again (scripts/eval-measure.sh --scenario " + s.name + ")");
       continue;
     }
-    digests.insert(t.contracts_digest);
+    digests[s.group].insert(t.contracts_digest);
     any_contract = any_contract || !t.contracts.empty();
     if (c.machine.empty()) c.machine = t.machine;
     ScenarioResult r;
@@ -221,15 +221,25 @@ Comparison compare(const std::vector<Scenario>& scenarios, const std::map<std::s
   if (!digests.empty() && !any_contract)
     c.digest_notes.push_back("the digest covers no contract file: corpus/ held no .lpcl when the tables were measured, "
                              "so the analysis drafted contracts on the fly");
-  if (digests.size() == 1) {
-    c.contracts_digest = *digests.begin();
-    if (c.contracts_digest != current)
-      c.digest_notes.push_back("the tables were measured with contracts digest " + c.contracts_digest.substr(0, 12) +
+  // Within a group the tables share one corpus; the groups may differ (held-out tables are
+  // measured after the freeze).
+  std::set<std::string> shared;
+  for (const auto& [group, ds] : digests) {
+    if (ds.size() != 1) {
+      c.digest_notes.push_back("the " + group + " tables disagree on the contracts digest: they were measured against "
+                               "different corpora");
+      shared.insert("");
+      continue;
+    }
+    const std::string& d = *ds.begin();
+    c.group_digests[group] = d;
+    shared.insert(d);
+    if (d != current)
+      c.digest_notes.push_back("the " + group + " tables were measured with contracts digest " + d.substr(0, 12) +
                                ", the corpus now has " + current.substr(0, 12) +
                                ": the corpus changed since; the measured spaces are unchanged");
-  } else if (digests.size() > 1) {
-    c.digest_notes.push_back("the tables disagree on the contracts digest: they were measured against different corpora");
   }
+  if (shared.size() == 1 && !shared.begin()->empty()) c.contracts_digest = *shared.begin();
   return c;
 }
 

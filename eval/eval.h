@@ -240,6 +240,9 @@ struct Comparison {
   int seeds = 0;
   bool live = false;
   std::string contracts_digest;     // shared by every table ("" when they disagree)
+  // Per group (dev, held-out): the digest its tables share; a group whose tables disagree is
+  // left out. Held-out tables are measured after the freeze, so the groups may differ.
+  std::map<std::string, std::string> group_digests;
   std::vector<std::string> digest_notes;
   std::map<std::string, std::string> machine;
   std::vector<ScenarioResult> scenarios;

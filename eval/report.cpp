@@ -283,8 +283,14 @@ std::string write_report(const Comparison& c, const std::string& path) {
   md << "# SysPilot evaluation: tuners side by side on contention scenarios\n\n";
   md << "Machine:";
   for (const auto& [k, v] : c.machine) md << " " << k << "=`" << v << "`;";
-  md << "\n\nContracts: the same corpus for every scenario, digest `"
-     << (c.contracts_digest.empty() ? "(tables disagree)" : c.contracts_digest) << "`.\n";
+  if (!c.contracts_digest.empty() || c.group_digests.empty()) {
+    md << "\n\nContracts: the same corpus for every scenario, digest `"
+       << (c.contracts_digest.empty() ? "(tables disagree)" : c.contracts_digest) << "`.\n";
+  } else {
+    md << "\n\nContracts: one corpus per group of tables;";
+    for (const auto& [group, d] : c.group_digests) md << " " << group << " digest `" << d << "`;";
+    md << "\n";
+  }
   for (const auto& n : c.digest_notes) md << "Note: " << n << ".\n";
   md << "\nMode: " << (c.live ? "live trials" : "replay of the measured tables (eval/data)") << "; budgets";
   for (int b : c.budgets) md << " " << b;
