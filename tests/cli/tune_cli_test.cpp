@@ -121,6 +121,25 @@ TEST(CliProgress, AnalyzeSaysEachRunAsItGoes) {
   EXPECT_EQ(quiet.err.find("analyze: run"), std::string::npos) << quiet.err;
 }
 
+// The numpy program: Debian's python3 loads numpy, which loads the pthreads OpenBLAS at run time
+// (through libblas.so.3); nothing in python3's own ELF names it. analyze composes it from what
+// the run mapped and derives hypotheses over OpenBLAS's thread controls.
+TEST(CliNumpy, OpenBlasLoadedAtRunTimeIsComposed) {
+  const std::string script = std::string(SYSPILOT_CHECKOUT) + "/tests/cli/programs/blas_pool.py";
+  if (std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3-numpy is not installed";
+  TempDir dir;
+  CliRun r = run_cli(dir, "analyze --json --no-synth --quiet -- /usr/bin/python3 " + script + " 1500 128");
+  ASSERT_EQ(r.exit, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  bool openblas = false;
+  for (auto& c : j["contracts"]) openblas |= c["name"] == "openblas_pthread";
+  EXPECT_TRUE(openblas) << j["contracts"].dump(1) << j["libraries"].dump(1);
+  bool names_thread_control = false;
+  for (auto& h : j["hypotheses"])
+    for (auto& c : h["controls"]) names_thread_control |= c == "OPENBLAS_NUM_THREADS";
+  EXPECT_TRUE(names_thread_control) << j["hypotheses"].dump(1);
+}
+
 // ---- --version ----------------------------------------------------------------------------------
 
 TEST(CliVersion, LongAndShortPrintTheProjectVersion) {
