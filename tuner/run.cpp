@@ -97,7 +97,8 @@ class TreeSampler {
   TreeSampler(int root, int pgid) : root_(root), pgid_(pgid) { procs_[root]; }
 
   // `read_maps` re-reads every process' maps (a plugin dlopen'ed late); a process' maps are
-  // also read on its first three sweeps and whenever its name changes (it exec'ed).
+  // also read on its first three sweeps, whenever its name changes (it exec'ed) and whenever
+  // its thread count changes (a library loaded at run time starting its pool).
   void sweep(bool rescan_tree, bool read_maps) {
     if (rescan_tree) rescan();
     int alive_threads = 0, alive_procs = 0;
@@ -152,7 +153,12 @@ class TreeSampler {
         }
         bool exec_seen = comm != proc.comm;
         proc.comm = comm;
-        if (read_maps || proc.sweeps < 3 || exec_seen) read_libraries(pid, proc);
+        // A library loaded at run time usually starts its pool right away (numpy's OpenBLAS,
+        // a plugin's runtime): a change in the thread count is when to look at the maps again,
+        // not only the periodic re-read, which a program shorter than its period never gets.
+        bool threads_changed = proc_threads != proc.threads;
+        proc.threads = proc_threads;
+        if (read_maps || proc.sweeps < 3 || exec_seen || threads_changed) read_libraries(pid, proc);
         ++proc.sweeps;
         ++alive_procs;
         lib_procs.resize(lib_paths_.size(), 0);  // maps read just now may add libraries
@@ -196,6 +202,7 @@ class TreeSampler {
   struct Proc {
     std::string comm;
     int sweeps = 0;
+    int threads = 0;     // on the last sweep
     std::set<int> libs;  // ids into lib_paths_ currently mapped (as last read)
     std::set<int> ever;  // every id it was seen with
   };
