@@ -536,6 +536,57 @@ TEST(Freeze, ChangedPathsAreFoundWithGit) {
   fs::remove_all(dir);
 }
 
+// The README's evaluation tables are the committed report's figures: for every scenario row of
+// the README, the configurations, default / best, syspilot's median at 10 runs and its runs to
+// 5% are what eval/report.md (written by `syspilot eval --replay --report`) says.
+TEST(Docs, ReadmeEvaluationTablesAgreeWithTheReport) {
+  auto cells = [](const std::string& line) {
+    std::vector<std::string> out;
+    std::stringstream ss(line);
+    std::string cell;
+    std::getline(ss, cell, '|');
+    while (std::getline(ss, cell, '|')) {
+      auto b = cell.find_first_not_of(' '), e = cell.find_last_not_of(' ');
+      out.push_back(b == std::string::npos ? "" : cell.substr(b, e - b + 1));
+    }
+    if (!out.empty() && out.back().empty()) out.pop_back();
+    return out;
+  };
+  std::set<std::string> names;
+  for (const auto& sc : scenarios()) names.insert(sc.name);
+  // The report: scenario -> {configs, default / best, syspilot @10, syspilot runs to 5%}.
+  std::map<std::string, std::vector<std::string>> report;
+  std::istringstream rep(read(std::string(SYSPILOT_SOURCE_DIR) + "/eval/report.md"));
+  std::vector<std::string> header;
+  for (std::string line; std::getline(rep, line);) {
+    if (line.rfind("| scenario | configs |", 0) == 0) header = cells(line);
+    if (line.rfind("| ", 0) != 0 || header.empty()) continue;
+    auto c = cells(line);
+    if (c.size() != header.size() || !names.count(c[0])) continue;
+    auto col = [&](const std::string& h) {
+      auto it = std::find(header.begin(), header.end(), h);
+      return it == header.end() ? std::string("?") : c[it - header.begin()];
+    };
+    report[c[0]] = {col("configs"), col("default / best"), col("syspilot @10"), col("syspilot runs to 5%")};
+  }
+  ASSERT_EQ(report.size(), names.size()) << "every scenario has a summary row in eval/report.md";
+  std::istringstream readme(read(std::string(SYSPILOT_SOURCE_DIR) + "/README.md"));
+  int rows = 0;
+  for (std::string line; std::getline(readme, line);) {
+    if (line.rfind("| ", 0) != 0) continue;
+    auto c = cells(line);
+    if (c.size() < 7 || !names.count(c[0])) continue;
+    ++rows;
+    const auto& want = report[c[0]];
+    // README columns: scenario, configs, default / best, syspilot @10, ..., syspilot runs to 5%, best general runs.
+    EXPECT_EQ(c[1], want[0]) << line;
+    EXPECT_EQ(c[2], want[1]) << line;
+    EXPECT_EQ(c[3], want[2]) << line;
+    EXPECT_EQ(c[c.size() - 2], want[3]) << line;
+  }
+  EXPECT_EQ(rows, static_cast<int>(names.size())) << "every scenario has a row in the README";
+}
+
 TEST(Cli, ReplayPrintsSummaryAndRejectsBadInput) {
   if (!fs::exists(SYSPILOT_BINARY)) GTEST_SKIP() << "syspilot not built";
   fs::path dir = fs::temp_directory_path() / "syspilot-eval-cli";
