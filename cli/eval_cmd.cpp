@@ -2,9 +2,11 @@
 // live trials), write the Markdown/SVG report and print the summary table.
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <sstream>
 
 #include "cli/command.h"
 #include "eval/eval.h"
@@ -13,7 +15,8 @@ namespace syspilot::cli {
 namespace {
 
 struct EvalArgs {
-  bool measure = false, replay = false, live = false, reanalyse = false;
+  bool measure = false, replay = false, live = false, reanalyse = false, docs = false, check = false;
+  std::string root;
   std::vector<std::string> scenarios;
   std::vector<int> budgets = {5, 10, 20, 50};
   int seeds = 20;
@@ -101,6 +104,36 @@ int run_compare(const EvalArgs& a) {
   return diags.has_errors() ? kFindings : kOk;
 }
 
+// The documents' generated blocks from the data: rewritten, or with --check compared (exit 1
+// and the drifted blocks named when one differs).
+int run_docs(const EvalArgs& a) {
+  if (!a.scenarios.empty()) throw UsageError("--docs writes the figures of every scenario: drop --scenario");
+  const std::string root = a.root.empty() ? std::string(checkout_dir()) : a.root;
+  const std::string report_path = root + "/eval/report.md";
+  std::ifstream in(report_path);
+  if (!in) throw UsageError(report_path + ": cannot read (write it with syspilot eval --replay --report eval/report.md)");
+  std::stringstream report;
+  report << in.rdbuf();
+  std::vector<eval::DocBlock> blocks;
+  try {
+    blocks = eval::document_blocks(selected(a), a.data.empty() ? eval::data_dir() : a.data, report.str());
+  } catch (const std::runtime_error& e) {
+    throw UsageError(e.what());
+  }
+  auto drift = eval::update_documents(root, blocks, a.check);
+  bool missing = false;
+  for (const auto& d : drift) {
+    std::cerr << d.file << ": " << d.block << ": " << d.why << "\n";
+    missing |= d.why.rfind("markers missing", 0) == 0 || d.why.rfind("the document", 0) == 0;
+  }
+  if (a.check) {
+    if (drift.empty()) std::cout << blocks.size() << " generated blocks agree with the data\n";
+    return drift.empty() ? kOk : kFindings;
+  }
+  std::cout << blocks.size() - drift.size() << " blocks unchanged, " << drift.size() << " rewritten or missing\n";
+  return missing ? kFindings : kOk;
+}
+
 CommandRegistration reg(70, [](CLI::App& app, Context& ctx) {
   auto args = std::make_shared<EvalArgs>();
   auto* cmd = app.add_subcommand("eval", "Contention scenarios: measure their tables, compare tuners side by side");
@@ -117,10 +150,16 @@ CommandRegistration reg(70, [](CLI::App& app, Context& ctx) {
   cmd->add_flag("--reanalyse", args->reanalyse, "Run the analysis stage again instead of using eval/data/*.analysis.json");
   cmd->add_option("--data", args->data, "Folder of measured tables (default eval/data)");
   cmd->add_option("--scenarios-dir", args->scenario_dir, "Folder of scenarios (default eval/scenarios)");
+  cmd->add_flag("--docs", args->docs,
+                "Write the figures of README.md, docs/eval.md and docs/analysis.md from the scenarios, "
+                "the analyses and eval/report.md");
+  cmd->add_flag("--check", args->check, "With --docs: write nothing; exit 1 when a document differs from the data");
+  cmd->add_option("--root", args->root, "With --docs: the checkout whose documents are written (default this one)");
   cmd->callback([args, &ctx] {
-    if (args->measure + args->replay + args->live > 1)
-      throw UsageError("choose one of --measure, --replay and --live");
-    ctx.exit_code = args->measure ? run_measure(*args) : run_compare(*args);
+    if (args->measure + args->replay + args->live + args->docs > 1)
+      throw UsageError("choose one of --measure, --replay, --live and --docs");
+    if ((args->check || !args->root.empty()) && !args->docs) throw UsageError("--check and --root go with --docs");
+    ctx.exit_code = args->measure ? run_measure(*args) : args->docs ? run_docs(*args) : run_compare(*args);
   });
 });
 
