@@ -65,16 +65,6 @@ std::string xml_escape(const std::string& s) {
   return o;
 }
 
-std::string md_cell(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '|') o += "\\|";
-    else if (c == '\n') o += ' ';
-    else o += c;
-  }
-  return o;
-}
-
 std::string fmt(double v, int prec = 3) {
   std::ostringstream os;
   os << std::setprecision(prec) << v;
@@ -135,6 +125,16 @@ std::vector<std::pair<std::string, std::vector<std::string>>> constraints_of(con
 const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
 
 }  // namespace
+
+std::string md_cell(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '|') o += "\\|";
+    else if (c == '\n') o += ' ';
+    else o += c;
+  }
+  return o;
+}
 
 RunConditions observe_conditions(const Space& space, const std::map<std::string, std::string>& environment) {
   RunConditions rc;

@@ -67,6 +67,9 @@ bool is_setter(const std::string& control, const Space& space);
 // a step line, one colour per run; metrics are shown as measured (not negated).
 std::string render_svg(const ReportInput& in);
 
+// A Markdown table cell: pipes escaped and newlines folded, so that a value cannot split its row.
+std::string md_cell(const std::string& s);
+
 // The Markdown page; it links the plot by `svg_name`.
 std::string render_markdown(const ReportInput& in, const std::string& svg_name);
 
