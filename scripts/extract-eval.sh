@@ -12,28 +12,44 @@ src="$here/.deps/sources"
 if [ "${1:-}" = "--fetch" ]; then
   bash "$here/scripts/fetch-sources.sh" openblas=0.3.21+ds-4 openblas=0.3.29+ds-3 openblas=0.3.34+ds-2 \
     onetbb=2021.8.0-2+deb12u1 fftw3=3.3.10-1 libzstd=1.5.4+dfsg2-5 libzstd=1.5.7+dfsg-4 \
-    jemalloc=5.3.0-1 jemalloc=5.3.1-2 blis=0.9.0-1 >&2 || echo "some versions were not served (see above)" >&2
+    jemalloc=5.3.0-1 jemalloc=5.3.1-2 blis=0.9.0-1 \
+    llvm-toolchain-16=1:16.0.6-15~deb12u1 hwloc=2.9.0-1 graphicsmagick=1.4+really1.3.40-4+deb12u1 \
+    >&2 || echo "some versions were not served (see above)" >&2
+  # llvm-toolchain-16 unpacks to 1.6 GB; only openmp/ (LLVM's OpenMP runtime) is scored, so
+  # the rest is removed (the tree keeps its .fetched mark, so it is not fetched again)
+  llvm="$src/llvm-toolchain-16-16.0.6"
+  if [ -d "$llvm/openmp" ]; then
+    find "$llvm" -mindepth 1 -maxdepth 1 ! -name openmp ! -name .fetched -exec rm -rf {} +
+  fi
 fi
 [ -x "$bin" ] || { echo "extract-eval: $bin not built (run scripts/build.sh)" >&2; exit 2; }
 
 # expected-list name -> source folder
 pairs="openblas-0.3.21:openblas-0.3.21+ds openblas-0.3.29:openblas-0.3.29+ds openblas-0.3.34:openblas-0.3.34+ds
 onetbb-2021.8.0:onetbb-2021.8.0 fftw3-3.3.10:fftw3-3.3.10 zstd-1.5.4:libzstd-1.5.4+dfsg2
-zstd-1.5.7:libzstd-1.5.7+dfsg jemalloc-5.3.0:jemalloc-5.3.0 jemalloc-5.3.1:jemalloc-5.3.1 blis-0.9.0:blis-0.9.0"
+zstd-1.5.7:libzstd-1.5.7+dfsg jemalloc-5.3.0:jemalloc-5.3.0 jemalloc-5.3.1:jemalloc-5.3.1 blis-0.9.0:blis-0.9.0
+llvm-openmp-16.0.6:llvm-toolchain-16-16.0.6/openmp hwloc-2.9.0:hwloc-2.9.0
+graphicsmagick-1.3.40:graphicsmagick-1.4+really1.3.40"
 
 pct() { awk -v m="$1" -v d="$2" 'BEGIN { if (d == 0) print "n/a"; else printf "%.1f%%", 100 * m / d }'; }
 
-echo "| library | expected env | syspilot env P | syspilot env R | grep getenv P | grep getenv R | API P | API R |"
-echo "|---|---|---|---|---|---|---|---|"
+# Library scope: where an expected list has a third column (the scopes a name is read in,
+# e.g. `library,test`), the names read in library code against the names syspilot reports with
+# at least one `library`-scope fact; "-" for lists without it.
+echo "| library | expected env | syspilot env P | syspilot env R | grep getenv P | grep getenv R | API P | API R | library env expected | library env P | library env R |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for p in $pairs; do
   name=${p%%:*}; dir="$src/${p#*:}"; exp="$here/tests/extract/expected/$name.txt"
   if [ ! -d "$dir" ] || [ ! -f "$exp" ]; then
-    echo "| $name | not fetched | | | | | | |"; continue
+    echo "| $name | not fetched | | | | | | | | | |"; continue
   fi
-  want=$(mktemp); got=$(mktemp); grepped=$(mktemp); log=$(mktemp)
+  want=$(mktemp); got=$(mktemp); grepped=$(mktemp); log=$(mktemp); wantlib=$(mktemp); gotlib=$(mktemp)
   awk '/^\[env\]/{s=1;next} /^\[/{s=0} s && $1 !~ /^#/ && NF {print $1}' "$exp" | sort -u > "$want"
+  scoped=$(awk '/^\[env\]/{s=1;next} /^\[/{s=0} s && $1 !~ /^#/ && NF >= 3 {n++} END {print n+0}' "$exp")
+  awk '/^\[env\]/{s=1;next} /^\[/{s=0} s && $1 !~ /^#/ && $3 ~ /(^|,)library(,|$)/ {print $1}' "$exp" | sort -u > "$wantlib"
   "$bin" extract "$dir" --lib "$name" --scope all --json --expected "$exp" > "$log.json" 2> "$log"
   python3 -c "import json,sys; [print(e['name']) for e in json.load(open(sys.argv[1]))['env_vars']]" "$log.json" | sort -u > "$got"
+  python3 -c "import json,sys; [print(e['name']) for e in json.load(open(sys.argv[1]))['env_vars'] if e.get('scope', 'library') == 'library']" "$log.json" | sort -u > "$gotlib"
   # what a plain grep shows: quoted names on lines that call getenv
   (cd "$dir" && grep -rn getenv --exclude-dir=.pc . 2>/dev/null) | grep -oE "getenv *\( *\"[A-Za-z_][A-Za-z0-9_]*\"" \
     | grep -oE "\"[A-Za-z_0-9]+\"" | tr -d '"' | sort -u > "$grepped"
@@ -41,6 +57,11 @@ for p in $pairs; do
   nr=$(wc -l < "$grepped"); nrm=$(comm -12 "$want" "$grepped" | wc -l)
   api=$(grep -E "^score .* api:" "$log" | sed -E 's/.*api: P ([^ ]+) R ([^ ]+).*/\1 | \2/')
   [ -n "$api" ] || api="- | -"
-  echo "| $name | $ne | $(pct "$nm" "$ng") | $(pct "$nm" "$ne") | $(pct "$nrm" "$nr") | $(pct "$nrm" "$ne") | $api |"
-  rm -f "$want" "$got" "$grepped" "$log" "$log.json"
+  lib="- | - | -"
+  if [ "$scoped" -gt 0 ]; then
+    nel=$(wc -l < "$wantlib"); ngl=$(wc -l < "$gotlib"); nml=$(comm -12 "$wantlib" "$gotlib" | wc -l)
+    lib="$nel | $(pct "$nml" "$ngl") | $(pct "$nml" "$nel")"
+  fi
+  echo "| $name | $ne | $(pct "$nm" "$ng") | $(pct "$nm" "$ne") | $(pct "$nrm" "$nr") | $(pct "$nrm" "$ne") | $api | $lib |"
+  rm -f "$want" "$got" "$grepped" "$log" "$log.json" "$wantlib" "$gotlib"
 done
