@@ -8,7 +8,10 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <functional>
+#include <map>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -568,6 +571,16 @@ class FileScanner {
         return;
       }
     }
+    if ((!std::strcmp(t, "subscript_expression") || (!std::strcmp(t, "pointer_expression") && text(n).substr(0, 1) == "*")) &&
+        lang_ != Lang::Python) {
+      // names[i], *p with p = names: the row itself of a table of strings (`static const char
+      // names[][8] = {"A_X", "A_Y"}`), every row (resolved across files, cited at each row)
+      std::string table = table_of(n, def);
+      if (!table.empty()) {
+        out.push_back({Piece::Field, table});
+        return;
+      }
+    }
     if (!std::strcmp(t, "parenthesized_expression")) { eval(ts_node_named_child(n, 0), def, out, depth + 1); return; }
     if (!std::strcmp(t, "cast_expression")) { eval(ts_node_child_by_field_name(n, "value", 5), def, out, depth + 1); return; }
     if (!std::strcmp(t, "binary_operator") && lang_ == Lang::Python) {
@@ -594,9 +607,12 @@ class FileScanner {
       auto it = row_vars_[def].find(name);
       if (it != row_vars_[def].end()) return it->second;
       if (index_of(out_.defs[def].params, name) >= 0) return {};
+      return table_in(def, name);
     }
     return name;
   }
+
+  std::string local_table(int def, const std::string& name) const { return out_.defs[def].name + "::" + name; }
 
   // `name = ... "X" ...;` earlier in the function, when the initializer is split by
   // preprocessor branches that tree-sitter cannot parse: the last string literal wins.
@@ -690,15 +706,48 @@ class FileScanner {
   // A file-scope array of rows: every row's items, by designator or position, for reads of a
   // field of each row (table[i].name); rows whose first item is a string are also constants.
   void add_table(const PairNode& t) {
-    if (enclosing(ts_node_start_byte(t.node), ts_node_end_byte(t.node)) >= 0) return;
     std::string name = declared_name(t.a);
     if (name.empty()) return;
+    // A table inside a function (static const char names[][14] = {...}) is that function's:
+    // named FUNCTION::NAME, so that another function's table of the same name is not its rows.
+    const int def = enclosing(ts_node_start_byte(t.node), ts_node_end_byte(t.node));
+    if (def >= 0) {
+      local_tables_[def].insert(name);
+      name = local_table(def, name);
+    }
     Table table;
     table.name = name;
     table.type = type_name(ts_node_child_by_field_name(ts_node_parent(t.node), "type", 4));
+    // A table of strings (or of name constants): each row is its one unnamed item. Rows that
+    // preprocessor branches split (`"A" #if X ,"B" #endif`) come back inside error nodes; their
+    // strings are rows too, every branch taken.
+    auto string_row = [&](TSNode row) {
+      Table::Row r;
+      r.line = line(row);
+      Table::Item it;
+      eval(row, -1, it.value);
+      r.items.push_back(std::move(it));
+      table.rows.push_back(std::move(r));
+    };
+    std::function<void(TSNode, int)> strings_in = [&](TSNode n, int depth) {
+      uint32_t k = ts_node_named_child_count(n);
+      for (uint32_t j = 0; j < k && table.rows.size() < kMaxTableRows; ++j) {
+        TSNode c = ts_node_named_child(n, j);
+        if (is(c, "string_literal")) string_row(c);
+        else if (depth < 6) strings_in(c, depth + 1);
+      }
+    };
     uint32_t rows = ts_node_named_child_count(t.b);
     for (uint32_t i = 0; i < rows && i < kMaxTableRows; ++i) {
       TSNode row = ts_node_named_child(t.b, i);
+      if (is(row, "ERROR") || ((is(row, "concatenated_string") || is(row, "binary_expression")) && ts_node_has_error(row))) {
+        strings_in(row, 0);
+        continue;
+      }
+      if (is(row, "string_literal") || is(row, "concatenated_string") || is(row, "identifier")) {
+        string_row(row);
+        continue;
+      }
       if (!is(row, "initializer_list") || ts_node_named_child_count(row) == 0) continue;
       TSNode first = ts_node_named_child(row, 0);
       if (is(first, "string_literal")) {
@@ -813,15 +862,21 @@ class FileScanner {
       }
       if (bind.target.empty() || bind.target == fn) continue;
       // a local that walks a table: for (p = table; ...; ++p) ... p->name
-      if (def >= 0 && !bind.field) row_vars_[def][bind.target] = fn;
+      if (def >= 0 && !bind.field) row_vars_[def][bind.target] = table_in(def, fn);
       out_.bindings.push_back(std::move(bind));
     }
     for (auto& r : ranges_) {
       int def = enclosing(ts_node_start_byte(r.node), ts_node_end_byte(r.node));
       std::string var = declared_name(r.a);
       std::string table = stored_function(r.b);
-      if (def >= 0 && !var.empty() && !table.empty()) row_vars_[def][var] = table;
+      if (def >= 0 && !var.empty() && !table.empty()) row_vars_[def][var] = table_in(def, table);
     }
+  }
+
+  // A table's name as seen from inside `def`: its own table of that name, else the file's.
+  std::string table_in(int def, const std::string& name) const {
+    auto local = local_tables_.find(def);
+    return local != local_tables_.end() && local->second.count(name) ? local_table(def, name) : name;
   }
 
   // The declarators of a field declaration or typedef (`int a, *b;`), in order: the named
@@ -1213,6 +1268,7 @@ class FileScanner {
   std::vector<CallNode> calls_;
   std::vector<FuncNode> funcs_, def_nodes_;
   std::vector<PairNode> consts_, vars_, pragmas_, loops_, subscripts_, tables_, binds_, records_, ranges_;
+  std::map<int, std::set<std::string>> local_tables_;  // per definition: tables declared inside it
   std::vector<TSNode> compares_, qualified_;
   std::vector<Range> def_ranges_;
   std::vector<std::unordered_map<std::string, NameExpr>> locals_;

@@ -19,7 +19,8 @@ struct Piece {
   // Apply: a function-like macro applied to raw text, e.g. ITT_TO_STR(LIB_VAR_NAME); it is a
   // name when the macro stringizes its argument (decided across files).
   // Field: one field of every row of a table, e.g. table[i].name or s.name in a loop over the
-  // table; text is the table, arg the field. Each row is a read, cited at the row.
+  // table; text is the table, arg the field (empty: the row itself, names[i] over a table of
+  // strings). Each row is a read, cited at the row.
   enum Kind : uint8_t { Lit, Param, Ident, Stringize, Apply, Field, Unknown };
   Piece(Kind k = Unknown, std::string t = {}, int p = -1, bool concat = false)
       : kind(k), text(std::move(t)), param(p), in_concat(concat) {}

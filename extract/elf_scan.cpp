@@ -8,13 +8,29 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
+#include <string_view>
 
 #include "extract/extract.h"
 
 namespace syspilot::extract {
+
+std::string parallel_region_entry(std::string_view s) {
+  // The OpenMP ABIs: libgomp's GOMP_parallel* and GOMP_teams*, LLVM's __kmpc_fork_* (libomp
+  // exports both).
+  for (std::string_view p : {"GOMP_parallel", "GOMP_teams", "__kmpc_fork_call", "__kmpc_fork_teams"})
+    if (s.substr(0, p.size()) == p) return "omp_parallel";
+  // oneTBB's r1::execute(task_arena_base&, delegate_base&), classic TBB's
+  // task_arena_base::internal_execute: work run inside an arena.
+  if (s.substr(0, 7) == "_ZN3tbb" && s.find("task_arena_base") != std::string_view::npos &&
+      s.find("execute") != std::string_view::npos)
+    return "tbb_arena";
+  return "";
+}
+
 namespace {
 
 bool relevant_import(const std::string& s) {
+  if (!parallel_region_entry(s).empty()) return true;
   static const char* exact[] = {"getenv", "secure_getenv", "__secure_getenv", "pthread_create", "clone", "fork",
                                 "vfork", "sched_yield", "sched_setaffinity", "sched_getaffinity",
                                 "pthread_setaffinity_np", "pthread_getaffinity_np", "pthread_attr_setaffinity_np",
@@ -34,6 +50,9 @@ bool relevant_import(const std::string& s) {
 }
 
 bool relevant_export(const std::string& s) {
+  // Where a runtime's parallel regions begin: what compilers call for `#pragma omp parallel`,
+  // what TBB's task_arena::execute calls. A library that exports them runs those regions.
+  if (!parallel_region_entry(s).empty()) return true;
   std::string low;
   for (char c : s) low += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   for (const char* k : {"num_threads", "nthreads", "set_threads", "threads", "affinity", "mallctl", "malloc_conf",

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "extract/facts.h"
@@ -21,7 +22,7 @@ struct ExtractStats {
 
 // Bumped whenever the same tree may yield different facts (new patterns, scopes): what caches
 // facts or skips unchanged inputs keys on it with the source.
-constexpr int kExtractorRevision = 2;
+constexpr int kExtractorRevision = 4;
 
 struct ExtractOptions {
   std::vector<std::string> paths;         // directories or single files (sources, docs, .so)
@@ -52,6 +53,11 @@ void keep_scopes(Facts& facts, const std::vector<std::string>& keep);
 
 // Single-artifact entry points, used by extract() and useful on their own.
 BinaryFacts scan_binary(const std::string& path, Diagnostics& diags);  // ELF shared object
+
+// The kind of parallel region a dynamic symbol begins ("omp_parallel" for GOMP_parallel or
+// __kmpc_fork_call, "tbb_arena" for TBB's arena execute), "" for any other symbol. A library
+// that imports one runs its work in that runtime's regions; one that exports one is the runtime.
+std::string parallel_region_entry(std::string_view symbol);
 
 // Names that look like knobs (FOO_BAR, upper case with an underscore) in a prose sentence.
 std::vector<std::string> knob_names_in(const std::string& sentence);

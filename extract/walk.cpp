@@ -187,6 +187,9 @@ Kind kind_by_name(const std::string& rel) {
     if (inner.size() >= 2 && std::isdigit(static_cast<unsigned char>(inner[1]))) return Kind::ManGz;
     return Kind::Skip;
   }
+  // A versioned shared object (libopenblas.so.0) before a man page's section suffix (.3): the
+  // size limits of docs must not turn away a large library unread.
+  if (ends_with(name, ".so") || name.find(".so.") != std::string::npos) return Kind::Elf;  // confirmed by magic
   if (ext.size() >= 2 && std::isdigit(static_cast<unsigned char>(ext[1])) && ext.size() <= 4) return Kind::Man;
   if (ext == ".man" || ext == ".pod") return ext == ".man" ? Kind::Man : Kind::Text;
   if (name.rfind("readme", 0) == 0 || name.rfind("install", 0) == 0 || name == "news" || name == "usage" ||

@@ -2,6 +2,7 @@
 #include "lpcl/syntax.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <vector>
 
@@ -111,7 +112,20 @@ static bool positive_line(std::string_view s) {
   return all_digits(s) && s.size() <= 9 && std::stol(std::string(s)) >= 1;
 }
 
+bool is_symbol_ref(std::string_view ref) {
+  // "libgomp.so.1#GOMP_parallel": a shared object has no lines; its dynamic symbols are what
+  // it shows. The symbol is a C identifier, possibly versioned (sym@@GOMP_4.0) or mangled.
+  size_t hash = ref.rfind('#');
+  if (hash == std::string_view::npos || hash == 0 || hash + 1 == ref.size()) return false;
+  std::string_view sym = ref.substr(hash + 1);
+  if (!(std::isalpha(static_cast<unsigned char>(sym[0])) || sym[0] == '_')) return false;
+  for (char ch : sym)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.' || ch == '@')) return false;
+  return true;
+}
+
 bool is_valid_ref(std::string_view ref) {
+  if (is_symbol_ref(ref)) return true;
   // The path may itself hold ':' (rare); the line part is after the last ':' that is
   // followed by digits only, or "L:C" / "L-M" at the end.
   size_t colon = ref.rfind(':');

@@ -30,8 +30,10 @@ bool is_statement_keyword(std::string_view word);
 // Edit distance, capped: returns cap+1 when the distance exceeds cap.
 size_t edit_distance(std::string_view a, std::string_view b, size_t cap = 3);
 
-// "file:line" reference check: PATH ':' LINE [('-' LINE) | (':' COL)], LINE >= 1.
+// A reference: PATH ':' LINE [('-' LINE) | (':' COL)], LINE >= 1, or a shared object's
+// dynamic symbol, SHARED_OBJECT '#' SYMBOL (libgomp.so.1#GOMP_parallel).
 bool is_valid_ref(std::string_view ref);
+bool is_symbol_ref(std::string_view ref);
 
 // api(...) parameter text with whitespace runs collapsed ("int  n" -> "int n", "a , b" -> "a, b").
 std::string normalize_params(const std::string& raw);

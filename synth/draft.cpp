@@ -8,7 +8,9 @@
 
 #include "synth/draft.h"
 
+#include "extract/extract.h"
 #include "lpcl/lpcl.h"
+#include "lpcl/syntax.h"
 #include "synth/rules.h"
 
 namespace syspilot::synth {
@@ -18,6 +20,14 @@ using lpcl::Type;
 
 std::string fact_ref(const std::string& file, int line) {
   return line > 0 ? file + ":" + std::to_string(line) : file;
+}
+
+std::string symbol_ref(const extract::BinaryFacts& object, const std::string& symbol) {
+  // By soname, as the dynamic linker names it, so that the citation does not depend on where
+  // the object was installed.
+  std::string name = object.soname;
+  if (name.empty()) name = object.path.substr(object.path.find_last_of('/') + 1);
+  return name + "#" + symbol;
 }
 
 std::string lpcl_name(const std::string& n) {
@@ -59,6 +69,9 @@ FactIndex::FactIndex(const extract::Facts& f) {
     for (auto& x : b.exports) api.insert(x);
     if (!b.soname.empty()) sonames.insert(b.soname);
     refs.insert(b.path);
+    // A shared object's symbols are its citable places: "libgomp.so.1#GOMP_parallel".
+    for (auto& x : b.imports) refs.insert(symbol_ref(b, x));
+    for (auto& x : b.exports) refs.insert(symbol_ref(b, x));
   }
 }
 
@@ -293,8 +306,10 @@ std::string trim_doc(std::string s) {
   return out;
 }
 
-// LPCL cites "path:line"; a shared object's path or a line-less doc is not citable.
+// LPCL cites "path:line" or a shared object's symbol, "path#symbol"; a shared object's path
+// alone or a line-less doc is not citable.
 bool citable(const std::string& r) {
+  if (lpcl::is_symbol_ref(r)) return true;
   auto colon = r.rfind(':');
   if (colon == std::string::npos || colon + 1 == r.size()) return false;
   for (size_t i = colon + 1; i < r.size(); ++i)
@@ -302,12 +317,12 @@ bool citable(const std::string& r) {
   return r[colon + 1] != '0';
 }
 
-lpcl::Provenance extracted(std::vector<std::string> refs) {
+lpcl::Provenance extracted(std::vector<std::string> refs, size_t most = 3) {
   lpcl::Provenance p;
   std::erase_if(refs, [](auto& r) { return !citable(r); });
   std::sort(refs.begin(), refs.end());
   refs.erase(std::unique(refs.begin(), refs.end()), refs.end());
-  if (refs.size() > 3) refs.resize(3);
+  if (refs.size() > most) refs.resize(most);
   p.refs = std::move(refs);
   p.origin = lpcl::Origin::Extracted;
   return p;
@@ -538,7 +553,59 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     c.controls.push_back(std::move(ctl));
   }
 
-  // cpu.threads = OWN_KNOB ?? GOTO_... ?? OMP_NUM_THREADS ?? ncpus, each a fallback for the one before.
+  // Thread creation and parallel regions, from the code and from the shared objects. A shared
+  // object shows what was built: it imports pthread_create when it starts threads, and imports
+  // (or, being the runtime, exports) a parallel-region entry such as GOMP_parallel when its work
+  // runs in that runtime's regions.
+  std::vector<std::string> create_refs, affinity_refs, spin_refs, gpu_refs;
+  std::map<std::string, std::vector<std::string>> region_refs;  // kind -> citations
+  std::vector<std::string> code_region_refs;                  // #pragma omp parallel in the code
+  bool object_seen = false, object_omp = false;
+  for (auto& b : facts.binaries) {
+    if (b.soname.empty()) continue;
+    object_seen = true;
+    for (auto& x : b.imports)
+      if (x == "pthread_create" || x == "clone") create_refs.push_back(symbol_ref(b, x));
+    // One citation per kind of region and object: the entry that sorts first.
+    std::map<std::string, std::string> entry;
+    for (const auto* syms : {&b.imports, &b.exports})
+      for (auto& x : *syms) {
+        if (x.rfind("GOMP_", 0) == 0 || x.rfind("__kmpc_", 0) == 0 || x.rfind("omp_", 0) == 0) object_omp = true;
+        const std::string kind = extract::parallel_region_entry(x);
+        if (!kind.empty() && (entry[kind].empty() || x < entry[kind])) entry[kind] = x;
+      }
+    for (auto& [kind, x] : entry) {
+      region_refs[kind].push_back(symbol_ref(b, x));
+      create_refs.push_back(symbol_ref(b, x));
+    }
+  }
+  std::vector<std::string> code_create_refs;
+  for (auto& t : facts.threading) {
+    const std::string r = fact_ref(t.file, t.line);
+    if (t.kind == "thread_create" || t.kind == "pool_init") code_create_refs.push_back(r);
+    if (t.kind == "omp_parallel") {
+      code_create_refs.push_back(r);
+      code_region_refs.push_back(r);
+    }
+    if (t.kind == "affinity") affinity_refs.push_back(r);
+    if (t.kind == "spin_wait") spin_refs.push_back(r);
+    if (t.kind == "gpu_call") gpu_refs.push_back(r);
+  }
+  // `#pragma omp parallel` in the code is an OpenMP region, unless the library's shared object is
+  // at hand and shows no OpenMP at all: then that code is not what it was built from (OpenBLAS's
+  // tree holds both its pthreads and its OpenMP thread servers; each build takes one).
+  const bool code_regions_built = !(object_seen && !object_omp);
+  if (!code_region_refs.empty() && code_regions_built) {
+    auto& r = region_refs["omp_parallel"];
+    r.insert(r.begin(), code_region_refs.begin(), code_region_refs.end());
+  }
+  for (auto& r : code_create_refs)
+    if (code_regions_built || std::find(code_region_refs.begin(), code_region_refs.end(), r) == code_region_refs.end())
+      create_refs.push_back(r);
+
+  // cpu.threads = OWN_KNOB ?? GOTO_... ?? OMP_NUM_THREADS ?? ncpus, each a fallback for the one
+  // before: the size of the pool the library starts. Cited at the reads of the controls and,
+  // where the facts show it, where the threads are started.
   std::vector<lpcl::Control*> chain;
   for (auto& ctl : c.controls)
     if (pool_size_knob(ctl)) chain.push_back(&ctl);
@@ -563,20 +630,14 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     lpcl::Demand d;
     d.resource = "cpu.threads";
     d.value = e;
-    d.prov = extracted(chain.front()->prov.refs);
+    std::vector<std::string> refs;
+    for (auto* ctl : chain)
+      if (!ctl->prov.refs.empty()) refs.push_back(ctl->prov.refs.front());
+    d.prov = extracted(refs, 3);
+    for (auto& r : extracted(create_refs, 2).refs) d.prov.refs.push_back(r);
     c.demands.push_back(std::move(d));
   }
 
-  // Thread creation: a pool sized for the machine.
-  std::vector<std::string> create_refs, region_refs, affinity_refs, spin_refs, gpu_refs;
-  for (auto& t : facts.threading) {
-    const std::string r = fact_ref(t.file, t.line);
-    if (t.kind == "thread_create" || t.kind == "pool_init") create_refs.push_back(r);
-    if (t.kind == "omp_parallel") { region_refs.push_back(r); create_refs.push_back(r); }
-    if (t.kind == "affinity") affinity_refs.push_back(r);
-    if (t.kind == "spin_wait") spin_refs.push_back(r);
-    if (t.kind == "gpu_call") gpu_refs.push_back(r);
-  }
   auto assume = [&](const std::string& pred, const std::string& arg, const std::vector<std::string>& refs) {
     lpcl::Assumption a;
     a.predicate = pred;
@@ -592,22 +653,37 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     b.prov = extracted(refs);
     c.behaviors.push_back(std::move(b));
   };
+  // What the code shows of the pool's start decides what it assumes and how it shows itself;
+  // a shared object's imports say only that it starts threads.
+  if (!code_create_refs.empty()) {
+    assume("exclusive", "cpu.cores", code_create_refs);
+    if (!c.demands.empty()) assume("no_nesting", "parallel_region", code_create_refs);
+  }
   if (!create_refs.empty()) {
-    assume("exclusive", "cpu.cores", create_refs);
-    if (!c.demands.empty()) assume("no_nesting", "parallel_region", create_refs);
-    behave("creates_pool", {}, create_refs);
+    // The pool is as large as the demand says (cpu.threads names the demand, so that a
+    // reviewed demand is not contradicted by a copy of the drafted one).
+    std::vector<std::pair<std::string, Expr>> size;
+    if (!c.demands.empty()) size.emplace_back("size", name_expr("cpu.threads"));
+    behave("creates_pool", size, create_refs);
   }
   if (!affinity_refs.empty()) behave("pins_threads", {}, affinity_refs);
   if (any_spin || !spin_refs.empty()) behave("spin_wait", spin_params, spin_refs);
   if (any_arena) behave("allocates_arenas", {}, {});
   if (any_device || !gpu_refs.empty()) behave("uses_gpu", {}, gpu_refs);
-  if (!region_refs.empty()) {
+  // The regions it opens; a library that starts threads of its own and opens none says so.
+  for (auto& [kind, refs] : region_refs) {
     lpcl::Provides p;
-    p.name = "omp_parallel";
-    p.prov = extracted(region_refs);
+    p.name = kind;
+    p.prov = extracted(refs);
     c.provides.push_back(std::move(p));
   }
-  if (!create_refs.empty() && !c.demands.empty()) {
+  if (region_refs.empty() && !create_refs.empty()) {
+    lpcl::Provides p;
+    p.name = "none";
+    p.prov = extracted(create_refs);
+    c.provides.push_back(std::move(p));
+  }
+  if (!code_create_refs.empty() && !c.demands.empty()) {
     lpcl::Signal s;
     s.metric = "os.threads";
     s.relation = "expect";

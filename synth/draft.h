@@ -25,6 +25,9 @@ std::string lpcl_name(const std::string& n);
 
 // "file:line", or "file" when the line is unknown (documentation URLs).
 std::string fact_ref(const std::string& file, int line);
+// "libgomp.so.1#GOMP_parallel": a dynamic symbol of a shared object the facts list, by its
+// soname (its file name when it has none).
+std::string symbol_ref(const extract::BinaryFacts& object, const std::string& symbol);
 
 // Expression builders.
 lpcl::Expr name_expr(const std::string& n);

@@ -64,6 +64,33 @@ void merge(V& into, const V& from, Same same) {
   }
 }
 
+// A statement's text without what says who wrote it (provenance, comments, place, doc).
+template <class T>
+std::string bare_text(T x, std::vector<T> lpcl::Contract::*member) {
+  x.prov = {};
+  x.comments.clear();
+  x.loc = {};
+  if constexpr (requires { x.doc; }) x.doc.clear();
+  lpcl::Contract one;
+  one.name = "x";
+  one.version = "0";
+  (one.*member).push_back(std::move(x));
+  return lpcl::format(one);
+}
+
+// Reviewed statements (origin unspecified) equal to a drafted one take the drafted one's
+// provenance.
+template <class T, class Same>
+void keep_confirmed(std::vector<T>& reviewed, const std::vector<T>& drafted, std::vector<T> lpcl::Contract::*member,
+                    Same same) {
+  for (auto& r : reviewed) {
+    if (r.prov.origin != lpcl::Origin::Unspecified) continue;
+    auto it = std::find_if(drafted.begin(), drafted.end(), [&](auto& d) { return same(d, r); });
+    if (it == drafted.end() || bare_text(*it, member) != bare_text(r, member)) continue;
+    r.prov = it->prov;
+  }
+}
+
 // Reviewed corrections win over drafted statements of the same name.
 void apply_overlay(lpcl::Contract& c, const std::string& path, Diagnostics& diags) {
   Diagnostics d;
@@ -103,6 +130,17 @@ void apply_overlay(lpcl::Contract& c, const std::string& path, Diagnostics& diag
       diags.warning({path, n, 1}, "`drop: " + what + " " + name + "` matches nothing in the draft", "overlay-unused",
                     "remove the line, or check the name against the draft");
   }
+  // A reviewed statement that says what the draft already says confirms it: it keeps the
+  // draft's provenance (extracted, with the facts it cites) and is no manual statement.
+  keep_confirmed(m.controls, c.controls, &lpcl::Contract::controls, [](auto& a, auto& b) { return a.name == b.name; });
+  keep_confirmed(m.demands, c.demands, &lpcl::Contract::demands, [](auto& a, auto& b) { return a.resource == b.resource; });
+  keep_confirmed(m.assumptions, c.assumptions, &lpcl::Contract::assumptions,
+                 [](auto& a, auto& b) { return a.predicate == b.predicate && a.args == b.args; });
+  keep_confirmed(m.behaviors, c.behaviors, &lpcl::Contract::behaviors, [](auto& a, auto& b) { return a.name == b.name; });
+  keep_confirmed(m.provides, c.provides, &lpcl::Contract::provides,
+                 [](auto& a, auto& b) { return a.what == b.what && a.name == b.name; });
+  keep_confirmed(m.signals, c.signals, &lpcl::Contract::signals,
+                 [](auto& a, auto& b) { return a.kind == b.kind && a.metric == b.metric; });
   for (auto& x : m.controls) mark_manual(x.prov);
   for (auto& x : m.demands) mark_manual(x.prov);
   for (auto& x : m.assumptions) mark_manual(x.prov);

@@ -26,6 +26,8 @@
 
 ; constant tables: static struct { const char* env_var; ... } group_alias[] = {{"KMP_FOR_TPROFILE", ...}, ...}
 (init_declarator declarator: (array_declarator) @table.declarator value: (initializer_list) @table.value) @table
+; tables of strings behind pointers: static const char* const names[] = {"A_X", "A_Y", 0}
+(init_declarator declarator: (pointer_declarator declarator: (array_declarator)) @table.declarator value: (initializer_list) @table.value) @table
 
 ; functions stored in pointers and struct fields, which indirect calls reach: fp = f;
 ; p->get = &f; {.get = f}; T (*fp)(const char*) = f; {1, f} (positional, by the struct's fields)

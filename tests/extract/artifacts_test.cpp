@@ -90,6 +90,22 @@ TEST(ExtractBinary, InstalledSharedObjects) {
   EXPECT_TRUE(d.has_errors() || d.warning_count() > 0) << "a non-ELF file is a diagnostic, not a crash";
 }
 
+// A versioned shared object (libopenblas.so.0, 34 MB) is a shared object, not a man page of
+// section 0 turned away by the size limit of documents.
+TEST(ExtractBinary, LargeVersionedSharedObjectIsScanned) {
+  const std::string path = "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0";
+  ASSERT_TRUE(fs::exists(path)) << "scripts/setup.sh installs libopenblas0-pthread";
+  ASSERT_GT(fs::file_size(fs::canonical(path)), 16u << 20) << "the case needs an object over the documents' limit";
+  ExtractOptions o;
+  o.paths = {path};
+  o.api_controls = false;
+  Facts f = extract(o);
+  ASSERT_EQ(f.binaries.size(), 1u) << f.diagnostics.str();
+  EXPECT_EQ(f.binaries[0].soname, "libopenblas.so.0");
+  EXPECT_TRUE(has(f.binaries[0].imports, "pthread_create"));
+  EXPECT_TRUE(has(f.binaries[0].knob_strings, "OPENBLAS_NUM_THREADS"));
+}
+
 TEST(ExtractThreading, PoolSpinAffinityOmpGpu) {
   Facts f = run(std::string(EXTRACT_FIXTURES) + "/wrappers/src");
   std::map<std::string, int> kinds;

@@ -254,6 +254,51 @@ TEST(ExtractPatterns, SettingsTables) {
     }
 }
 
+// 3b. Tables of plain strings (GraphicsMagick's tempfile.c shape): each row is a name, read by
+// index or through a pointer walking the table, through getenv or a wrapper; each name at its
+// row, every preprocessor branch taken. A table inside a function is that function's (another
+// function's table of the same name is not read); a subscript of anything but a table
+// (argv[1], a parameter) names nothing.
+TEST(ExtractPatterns, TablesOfStrings) {
+  TempTree t;
+  t.write("src/tmp.c",
+          "#include <stdlib.h>\n"                                                   // 1
+          "#define ENV_TMP \"LIB_TMPDIR\"\n"                                          // 2
+          "const char* tmpdir(void) {\n"                                            // 3
+          "  static const char env_strings[][14] =\n"                               // 4
+          "    {\n"                                                                 // 5
+          "      ENV_TMP\n"                                                         // 6
+          "#if defined(POSIX)\n"                                                    // 7
+          "      ,\"TMPDIR\"\n"                                                     // 8
+          "#endif\n"                                                                // 9
+          "#if defined(_WIN32)\n"                                                   // 10
+          "      ,\"LIB_\" \"TEMP\"\n"                                                // 11
+          "#endif\n"                                                                // 12
+          "    };\n"                                                                // 13
+          "  for (unsigned i = 0; i < sizeof(env_strings) / sizeof(env_strings[0]); ++i)\n"
+          "    if (getenv(env_strings[i])) return getenv(env_strings[i]);\n"        // 15
+          "  return 0;\n"                                                           // 16
+          "}\n"                                                                     // 17
+          "static const char* const paths[] = { \"LIB_PATH\", \"LIB_HOME\", 0 };\n"  // 18
+          "static const char* lib_env(const char* n) { return getenv(n); }\n"       // 19
+          "int homes(void) {\n"                                                     // 20
+          "  int n = 0;\n"                                                          // 21
+          "  for (const char* const* p = paths; *p; ++p) n += lib_env(*p) != 0;\n"  // 22
+          "  return n;\n"                                                           // 23
+          "}\n"                                                                     // 24
+          "int args(int argc, char** argv, const char** names) {\n"                 // 25
+          "  static const char env_strings[][8] = { \"NOT_READ\" };\n"              // 26
+          "  return argc > 1 && getenv(argv[1]) && getenv(names[0]) && env_strings[0][0];\n"
+          "}\n");
+  Facts f = run(t);
+  std::set<std::string> want = {"LIB_TMPDIR src/tmp.c:6 library", "TMPDIR src/tmp.c:8 library",
+                                "LIB_TEMP src/tmp.c:11 library", "LIB_PATH src/tmp.c:18 library",
+                                "LIB_HOME src/tmp.c:18 library"};
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
+  for (auto& e : f.env_vars)
+    if (e.name == "LIB_HOME") EXPECT_EQ(e.via, "lib_env");
+}
+
 // 4. Scope: build files say which sources make the library (CMake with a variable, meson,
 // a Makefile's object list), paths decide the rest; the default keeps library facts only,
 // and facts without a scope read back as library.
