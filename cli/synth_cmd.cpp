@@ -182,13 +182,60 @@ void run_synth(const SynthArgs& a, Context& ctx) {
 struct BenchArgs {
   std::string corpus = std::string(SYSPILOT_SOURCE_DIR) + "/corpus";
   int repeat = 20;
+  bool agreement = false;
 };
 
-void run_bench(const BenchArgs& a, Context& ctx) {
-  const std::string sources = a.corpus + "/sources.json";
+nlohmann::json corpus_sources(const std::string& corpus) {
+  const std::string sources = corpus + "/sources.json";
   auto j = nlohmann::json::parse(slurp(sources), nullptr, false);
   if (j.is_discarded() || !j.contains("libraries") || !j["libraries"].is_array())
     throw UsageError(sources + ": expected {\"libraries\": [...]}");
+  return j;
+}
+
+// The offline drafter (no overlay) against each reviewed corpus contract.
+void run_agreement(const BenchArgs& a, Context& ctx) {
+  auto j = corpus_sources(a.corpus);
+  auto pct = [](int n, int d) {
+    std::ostringstream o;
+    if (d == 0) o << "n/a";
+    else o << n << "/" << d << " (" << std::fixed << std::setprecision(0) << 100.0 * n / d << "%)";
+    return o.str();
+  };
+  std::cout << "| library | reviewed controls | drafted by name | type | domain | default | sets | drafted, dropped on review | demands | provides |\n"
+            << "|---|---|---|---|---|---|---|---|---|---|\n";
+  synth::Agreement total;
+  for (auto& lib : j["libraries"]) {
+    const std::string name = lib.value("library", "");
+    const std::string facts_file = a.corpus + "/" + lib.value("facts", "facts/" + name + ".json");
+    const std::string reviewed_file = a.corpus + "/" + name + ".lpcl";
+    if (!fs::exists(facts_file) || !fs::exists(reviewed_file))
+      throw UsageError(name + ": " + facts_file + " or " + reviewed_file + " missing; run scripts/regen-corpus.sh");
+    synth::SynthOptions o;
+    o.library = name;
+    o.version = lib.value("version", "");
+    auto drafted = synth::synthesize(facts_from_paths({facts_file}, name, {}), o, nullptr);
+    Diagnostics d;
+    auto doc = lpcl::parse_file(reviewed_file, d);
+    if (d.has_errors() || doc.contracts.empty()) throw UsageError(reviewed_file + ": " + d.str());
+    auto g = synth::agreement(drafted.contract, doc.contracts.front());
+    total += g;
+    std::cout << "| " << name << " | " << g.reviewed << " | " << pct(g.named, g.reviewed) << " | " << pct(g.type, g.named)
+              << " | " << pct(g.domain, g.named) << " | " << pct(g.default_value, g.named) << " | "
+              << pct(g.sets, g.named) << " | " << g.dropped << " | " << pct(g.demands_same, g.demands) << " | "
+              << pct(g.provides_same, g.provides) << " |\n";
+  }
+  const auto& g = total;
+  std::cout << "| all | " << g.reviewed << " | " << pct(g.named, g.reviewed) << " | " << pct(g.type, g.named) << " | "
+            << pct(g.domain, g.named) << " | " << pct(g.default_value, g.named) << " | " << pct(g.sets, g.named)
+            << " | " << g.dropped << " | " << pct(g.demands_same, g.demands) << " | "
+            << pct(g.provides_same, g.provides) << " |\n";
+  ctx.exit_code = kOk;
+}
+
+void run_bench(const BenchArgs& a, Context& ctx) {
+  if (a.agreement) return run_agreement(a, ctx);
+  auto j = corpus_sources(a.corpus);
   using Clock = std::chrono::steady_clock;
   std::cout << std::left << std::setw(16) << "library" << std::right << std::setw(8) << "facts" << std::setw(10)
             << "controls" << std::setw(12) << "ms/contract" << std::setw(14) << "prompt tokens" << std::setw(14)
@@ -273,6 +320,8 @@ CommandRegistration reg(30, [](CLI::App& app, Context& ctx) {
   auto* bench = app.add_subcommand("synth-bench", "Offline synthesis throughput and prompt sizes over the corpus");
   bench->add_option("--corpus", b->corpus, "Corpus folder (sources.json, facts/, overlays/)")->capture_default_str();
   bench->add_option("--repeat", b->repeat, "Syntheses per library")->capture_default_str();
+  bench->add_flag("--agreement", b->agreement,
+                  "Instead: the offline drafter's agreement with the reviewed contracts (type, domain, default, sets)");
   bench->callback([b, &ctx] { run_bench(*b, ctx); });
 });
 

@@ -133,4 +133,17 @@ struct Prompt {
 };
 Prompt build_prompt(const extract::Facts& facts, const SynthOptions& opts);
 
+// How far a draft agrees with the reviewed contract of the same library, statement by statement:
+// of the reviewed controls, how many the draft has by name, and of those how many it gives the
+// same type, domain, default and resources (`sets`); how many drafted controls the review
+// dropped; and the same for demands (resource and expression) and provided regions.
+struct Agreement {
+  int reviewed = 0, named = 0, type = 0, domain = 0, default_value = 0, sets = 0;
+  int dropped = 0;  // drafted controls the reviewed contract does not keep
+  int demands = 0, demands_same = 0;
+  int provides = 0, provides_same = 0;
+  Agreement& operator+=(const Agreement& o);
+};
+Agreement agreement(const lpcl::Contract& drafted, const lpcl::Contract& reviewed);
+
 }  // namespace syspilot::synth

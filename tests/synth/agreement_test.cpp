@@ -1,0 +1,87 @@
+// The drafter's agreement with reviewed contracts: each field counted where it differs, and the
+// benchmark command over the committed corpus.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "lpcl/lpcl.h"
+#include "synth/synth.h"
+
+namespace syspilot::synth {
+namespace {
+
+lpcl::Contract parse_one(const std::string& text) {
+  Diagnostics d;
+  auto doc = lpcl::parse(text, "t.lpcl", d);
+  EXPECT_FALSE(d.has_errors()) << d.str();
+  return doc.contracts.at(0);
+}
+
+TEST(Agreement, CountsEachFieldWhereDraftAndReviewDiffer) {
+  auto drafted = parse_one(
+      "contract x \"1\" {\n"
+      "  control A_THREADS : env int in [1, ncpus] default 4 sets cpu.threads;\n"
+      "  control A_POLICY : env string sets cpu.spin;\n"
+      "  control A_DEBUG : env bool;\n"
+      "  demand cpu.threads = A_THREADS ?? ncpus;\n"
+      "  provides region omp_parallel;\n"
+      "}\n");
+  auto reviewed = parse_one(
+      "contract x \"1\" {\n"
+      "  control A_THREADS : env int in [1, ncpus] default 1 sets cpu.threads;\n"
+      "  control A_POLICY : env enum{active, passive} sets cpu.spin, cpu.cores;\n"
+      "  control A_ARENAS : env int in [1, 64] sets mem.arenas;\n"
+      "  demand cpu.threads = A_THREADS ?? 1;\n"
+      "  provides region omp_parallel;\n"
+      "}\n");
+  Agreement a = agreement(drafted, reviewed);
+  EXPECT_EQ(a.reviewed, 3);
+  EXPECT_EQ(a.named, 2);          // A_ARENAS was not drafted
+  EXPECT_EQ(a.type, 1);           // A_POLICY: string, reviewed as an enum
+  EXPECT_EQ(a.domain, 2);         // the same range; no domain on either side of A_POLICY (an enum lists its values in the type)
+  EXPECT_EQ(a.default_value, 1);  // A_THREADS: 4 against 1; A_POLICY: neither has one
+  EXPECT_EQ(a.sets, 1);           // A_POLICY gained cpu.cores
+  EXPECT_EQ(a.dropped, 1);        // A_DEBUG
+  EXPECT_EQ(a.demands, 1);
+  EXPECT_EQ(a.demands_same, 0);
+  EXPECT_EQ(a.provides, 1);
+  EXPECT_EQ(a.provides_same, 1);
+  // A contract agrees with itself on everything.
+  Agreement self = agreement(reviewed, reviewed);
+  EXPECT_EQ(self.named, 3);
+  EXPECT_EQ(self.type + self.domain + self.default_value + self.sets, 12);
+  EXPECT_EQ(self.dropped, 0);
+  EXPECT_EQ(self.demands_same, 1);
+}
+
+// The benchmark prints one row per corpus library and a total whose counts add up.
+TEST(Agreement, BenchmarkCoversEveryCorpusLibrary) {
+  const std::string cmd = std::string(SYSPILOT_BINARY_DIR) + "/syspilot synth-bench --agreement 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
+  ASSERT_TRUE(p);
+  std::string out;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), p.get())) out.append(buf.data(), n);
+  std::ifstream in(std::string(SYSPILOT_SOURCE_DIR) + "/corpus/sources.json");
+  auto sources = nlohmann::json::parse(in);
+  int reviewed = 0, rows = 0;
+  for (auto& lib : sources["libraries"]) {
+    const std::string row = "| " + lib["library"].get<std::string>() + " | ";
+    auto at = out.find(row);
+    ASSERT_NE(at, std::string::npos) << lib["library"] << "\n" << out;
+    reviewed += std::stoi(out.substr(at + row.size()));
+    ++rows;
+  }
+  EXPECT_GE(rows, 12);
+  auto all = out.find("| all | ");
+  ASSERT_NE(all, std::string::npos) << out;
+  EXPECT_EQ(std::stoi(out.substr(all + 8)), reviewed) << out;
+}
+
+}  // namespace
+}  // namespace syspilot::synth
