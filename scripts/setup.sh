@@ -20,7 +20,12 @@ command -v npm >/dev/null 2>&1 || BUILD_PKGS="$BUILD_PKGS nodejs npm"
 RUNTIME_PKGS="libopenblas-pthread-dev libopenblas0-pthread libopenblas0-openmp libblis-dev
   libgomp1 libomp-dev libtbb-dev libfftw3-dev libzstd-dev libjemalloc-dev
   python3 python3-optuna python3-numexpr linux-perf dpkg-dev wrk sqlite3 xz-utils
-  imagemagick librsvg2-bin zstd"
+  imagemagick librsvg2-bin zstd
+  munge slurmctld slurmd slurm-client"
+# The Slurm packages serve scripts/slurm-cluster.sh, which runs its own munged and Slurm daemons
+# under a state folder. Their system services stay harmless: Debian's slurmd and slurmctld
+# units start only once /etc/slurm/slurm.conf exists (nothing here writes it), and a system
+# munged, if one starts, keeps /run/munge, apart from the cluster's own socket.
 
 missing=""
 for p in $BUILD_PKGS $RUNTIME_PKGS; do
