@@ -173,7 +173,17 @@ void print_show(const SessionInfo& x, const std::vector<Trial>& trials, bool jso
       std::cout << t.m.failure;
     else
       std::cout << "FAILED: " << t.m.failure;
+    if (!t.m.node.empty()) std::cout << "  on " << t.m.node;
     std::cout << "\n";
+  }
+  // A session on a cluster: each node's default, to which its trials were compared.
+  if (j["result"].is_object() && j["result"].contains("nodes")) {
+    const nlohmann::json& nodes = j["result"]["nodes"];
+    const std::string ref = nodes.value("reference", std::string());
+    for (const auto& [node, value] : nodes["defaults"].items())
+      std::cout << "node:      " << node << ", default "
+                << value_text(j, j["maximize"].get<bool>() ? -value.get<double>() : value.get<double>())
+                << (node == ref ? " (reference: other nodes' values are scaled to it)" : "") << "\n";
   }
   if (j["best"].is_null()) {
     std::cout << "best:      none (no trial succeeded)\n";

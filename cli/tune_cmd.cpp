@@ -32,6 +32,7 @@
 #include "tuner/minimise.h"
 #include "tuner/report.h"
 #include "tuner/session.h"
+#include "tuner/slurm.h"
 #include "tuner/space.h"
 
 namespace syspilot::cli {
@@ -61,6 +62,11 @@ struct TuneArgs {
   bool json = false;           // the result as one JSON document on stdout
   bool no_minimise = false;
   int minimise_runs = 16;      // most runs the minimisation of the result may spend
+  std::string executor = "local";  // local | slurm (docs/cluster.md)
+  int parallel = 1;            // runs in flight at once (slurm)
+  std::string partition;
+  std::vector<std::string> slurm_args;
+  std::string slurm_dir;       // "": <db>.slurm/session-<id>
   std::vector<std::string> argv;
 };
 
@@ -171,6 +177,13 @@ class Interruption {
 class InterruptibleObjective final : public Objective {
  public:
   InterruptibleObjective(Objective& inner, Interruption& stop) : inner_(inner), stop_(stop) {}
+  void plan(const RunPlan& next) override { inner_.plan(next); }
+  std::vector<Measurement> evaluate_batch(const std::vector<BatchRun>& runs) override {
+    stop_.checkpoint();
+    auto ms = inner_.evaluate_batch(runs);
+    stop_.checkpoint();
+    return ms;
+  }
   Measurement evaluate(const Config& c) override {
     stop_.checkpoint();
     Measurement m = inner_.evaluate(c);
@@ -223,6 +236,20 @@ struct RunClock {
 class ClockedObjective final : public Objective {
  public:
   ClockedObjective(Objective& inner, RunClock& clock) : inner_(inner), clock_(clock) {}
+  void plan(const RunPlan& next) override { inner_.plan(next); }
+  std::vector<Measurement> evaluate_batch(const std::vector<BatchRun>& runs) override {
+    // A batch's runs ran side by side: each is taken to have cost its share of the wait.
+    auto t0 = std::chrono::steady_clock::now();
+    auto ms = inner_.evaluate_batch(runs);
+    const double each = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
+                        static_cast<double>(std::max<size_t>(1, ms.size()));
+    for (const auto& m : ms) {
+      clock_.seconds.push_back(each);
+      clock_.done += std::max(1, m.repeats);
+    }
+    clock_.announce();
+    return ms;
+  }
   Measurement evaluate(const Config& c) override { return timed([&] { return inner_.evaluate(c); }); }
   Measurement evaluate_within(const Config& c, double limit_s) override {
     return timed([&] { return inner_.evaluate_within(c, limit_s); });
@@ -459,6 +486,75 @@ int dry_run(const TuneArgs& a, const Composition& comp, const SpaceEdits& edits,
   return kOk;
 }
 
+// The Slurm executor of session `id`: jobs recorded in the store as they are submitted, specs
+// and results in the session's folder (beside the store unless --slurm-dir says where).
+std::unique_ptr<SlurmObjective> slurm_objective(const TuneArgs& a, const std::string& db, std::int64_t id,
+                                                const Space& space, const ObjectiveSpec& os, SessionStore& sessions,
+                                                std::unique_ptr<SlurmCluster>& cluster) {
+  SlurmOptions so;
+  so.partition = a.partition;
+  so.args = a.slurm_args;
+  so.dir = a.slurm_dir.empty() ? db + ".slurm/session-" + std::to_string(id) : a.slurm_dir;
+  std::error_code ec;
+  so.dir = std::filesystem::absolute(so.dir, ec).string();
+  so.syspilot = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  std::unique_ptr<SlurmObjective> slurm;
+  try {
+    cluster = std::make_unique<SlurmCluster>(so);
+    slurm = std::make_unique<SlurmObjective>(*cluster, space, os, so.dir);
+  } catch (const std::runtime_error& e) {
+    throw UsageError(e.what());
+  }
+  slurm->on_submit = [&sessions, id](const ClusterJob& j) { sessions.add_job(id, j); };
+  slurm->on_end = [&sessions, id](const ClusterJob& j) { sessions.end_job(id, j.id, j.node); };
+  slurm->note = [](const std::string& line) { std::cerr << "tune: " << line << "\n"; };
+  std::cerr << "tune: each run is a Slurm job (" << so.syspilot << " trial-run); specs and results in " << so.dir
+            << "\n";
+  return slurm;
+}
+
+// A resumed Slurm session: the node references its finished jobs measured, then the trial its
+// submitter was waiting on when it died, from that trial's jobs: a result written is read, a
+// job still queued or running is waited for, one gone without a result is resubmitted. No
+// finished run is repeated. Returns the stored trials with it.
+std::vector<Trial> recover_jobs(SlurmObjective& slurm, SessionStore& sessions, std::int64_t id,
+                                std::vector<Trial> trials) {
+  const std::vector<ClusterJob> jobs = sessions.jobs(id);
+  for (const auto& j : jobs) slurm.learn(j);
+  std::map<int, std::vector<ClusterJob>> open;  // by trial; a trial is stored once whole
+  for (const auto& j : jobs) {
+    std::error_code ec;
+    const bool replaced = j.state == "ended" && !std::filesystem::exists(j.result_path, ec);  // resubmitted already
+    if (j.trial >= static_cast<int>(trials.size()) && !replaced) open[j.trial].push_back(j);
+  }
+  for (auto& [slot, js] : open) {
+    // A node's reference run first: the trial's runs on that node are scaled by it.
+    std::stable_partition(js.begin(), js.end(), [](const ClusterJob& j) { return j.kind == "reference"; });
+    Trial t;
+    t.index = static_cast<int>(trials.size());
+    for (const auto& j : js) {
+      std::cerr << "tune: recovering Slurm job " << j.id << " of trial " << slot + 1 << "\n";
+      slurm.plan({slot, j.runs_before, -1, j.strategy});
+      Measurement m = slurm.adopt(j);
+      if (j.kind == "reference") {  // charged to the trial, not a sample of it
+        t.m.repeats += std::max(1, m.repeats);
+        continue;
+      }
+      if (t.strategy.empty()) {
+        t.config = j.config;
+        t.strategy = j.strategy;
+        t.runs_before = j.runs_before;
+      }
+      add_run(t.m, m);
+    }
+    slurm.plan({});
+    if (t.strategy.empty()) continue;  // only a reference run was in flight: no trial to store
+    sessions.add_trial(id, t);
+    trials.push_back(t);
+  }
+  return trials;
+}
+
 int run_tune(TuneArgs a, Interruption* stop) {
   // Checks that need nothing but the command line, before anything is opened or run.
   if (!a.metric.empty()) {
@@ -515,6 +611,7 @@ int run_tune(TuneArgs a, Interruption* stop) {
       throw UsageError("session " + std::to_string(id) + " tunes a different command; drop the command after -- to resume it");
     a.argv = s->argv;
     a.strategy = s->strategy;
+    strategies = {a.strategy};  // the session's own, not --strategy's default
     a.seed = s->seed;
     a.budget = std::max(a.budget, s->budget);
     auto o = nlohmann::json::parse(s->options_json, nullptr, false);
@@ -527,6 +624,13 @@ int run_tune(TuneArgs a, Interruption* stop) {
       a.score_cmd = o.value("score_cmd", a.score_cmd);
       a.max_repeats = o.value("max_repeats", a.max_repeats);
       analysis_spent = o.value("analysis_spent", 0);
+      // A session resumes on the executor it started on, with its cluster settings unless
+      // given again.
+      if (a.executor == "local") a.executor = o.value("executor", a.executor);
+      if (a.partition.empty()) a.partition = o.value("partition", "");
+      if (a.slurm_args.empty()) a.slurm_args = o.value("slurm_args", std::vector<std::string>{});
+      if (a.slurm_dir.empty()) a.slurm_dir = o.value("slurm_dir", "");
+      if (a.parallel == 1) a.parallel = o.value("parallel", 1);
     }
     space = space_from_json(s->space_json);
     gs = guides_from_json(s->guides_json);
@@ -560,7 +664,13 @@ int run_tune(TuneArgs a, Interruption* stop) {
     std::cerr << "tune: analysing " << a.argv[0] << " (composition, hypotheses, profile)\n";
     AnalyzeOptions ao;
     ao.compose = co;
-    ao.profile.run.argv = a.argv;
+    // On a cluster the submitting machine is no node: what the program does here says little
+    // about a node, so the analysis runs nothing and every run is a job.
+    if (a.executor == "slurm")
+      std::cerr << "tune: --executor slurm: the analysis does not run " << a.argv[0]
+                << " here (this is not a node); its hypotheses stay undecided\n";
+    else
+      ao.profile.run.argv = a.argv;
     ao.profile.run.timeout_s = a.timeout;
     // The analysis' runs are charged to syspilot's budget: its extra pairs (a probe too close
     // to a threshold to call) take at most half of it, leaving the rest to the search.
@@ -623,8 +733,16 @@ int run_tune(TuneArgs a, Interruption* stop) {
                                         {"cap_slack", a.cap_slack}, {"metric", a.metric},
                                         {"maximize", a.maximize},  {"score_cmd", a.score_cmd},
                                         {"max_repeats", a.max_repeats}, {"space", a.space},
-                                        {"analysis_spent", analysis_spent}}
+                                        {"analysis_spent", analysis_spent}, {"executor", a.executor}}
                             .dump();
+    if (a.executor == "slurm") {
+      auto o = nlohmann::json::parse(base.options_json);
+      o["partition"] = a.partition;
+      o["slurm_args"] = a.slurm_args;
+      o["slurm_dir"] = a.slurm_dir;
+      o["parallel"] = a.parallel;
+      base.options_json = o.dump();
+    }
   }
   std::cerr << "tune: " << space.params.size() << " controls, " << space.size() << " configurations, budget "
             << a.budget << " runs per strategy\n";
@@ -644,7 +762,18 @@ int run_tune(TuneArgs a, Interruption* stop) {
   } catch (const std::regex_error& e) {
     throw UsageError("--metric '" + a.metric + "' is not a valid regular expression (" + e.what() + ")");
   }
-  ClockedObjective clocked(*live, clock);
+  std::unique_ptr<SlurmCluster> cluster;
+  std::unique_ptr<SlurmObjective> slurm;
+  if (a.executor == "slurm") {
+    if (id == 0) {  // the results folder is the session's
+      SessionInfo si = base;
+      si.strategy = strategies.front();
+      id = sessions->create(si);
+    }
+    slurm = slurm_objective(a, db, id, space, os, *sessions, cluster);
+    resumed = recover_jobs(*slurm, *sessions, id, std::move(resumed));
+  }
+  ClockedObjective clocked(slurm ? static_cast<Objective&>(*slurm) : *live, clock);
   std::unique_ptr<Objective> guarded;
   if (stop) guarded = std::make_unique<InterruptibleObjective>(clocked, *stop);
   Objective* objective = guarded ? guarded.get() : &clocked;
@@ -667,6 +796,7 @@ int run_tune(TuneArgs a, Interruption* stop) {
     std::unique_ptr<Strategy> strategy = strategy_or_usage(name, space, gs, machine, a.seed);
     TuneOptions to;
     to.budget = a.budget;
+    to.parallel = a.parallel;
     to.max_repeats = a.max_repeats;
     to.resumed = done.empty() ? resumed : std::vector<Trial>{};
     if (name == "syspilot") to.spent = analysis_spent;
@@ -737,6 +867,10 @@ int run_tune(TuneArgs a, Interruption* stop) {
     ri.maximize = a.maximize;
     ri.objective = a.score_cmd.empty() ? (a.metric.empty() ? "wall time (s)" : "metric /" + a.metric + "/") : "score";
     ri.answer = std::move(answer);
+    if (slurm) {
+      ri.node_defaults = slurm->references().defaults();
+      ri.reference_node = slurm->references().reference_node();
+    }
     try {
       write_report(a.report, ri);
     } catch (const std::exception& e) {
@@ -779,6 +913,14 @@ int run_tune(TuneArgs a, Interruption* stop) {
                            {"runs", {{"search", res.runs},
                                      {"verification", d.ver ? verification_runs(a.verify) : 0},
                                      {"minimise", 0}}}};
+  if (slurm) {
+    // Which node ran what is in the trials; the ratios between nodes are kept here.
+    result["nodes"] = {{"reference", slurm->references().reference_node()},
+                       {"defaults", slurm->references().defaults()}};
+    for (const auto& [node, value] : slurm->references().defaults())
+      std::cerr << "tune: node " << node << ": default " << fixed(a.maximize ? -value : value, 4)
+                << (node == slurm->references().reference_node() ? " (the reference node)" : "") << "\n";
+  }
   auto conclude = [&](int code) {
     std::optional<ReportInput::Answer> answer;
     if (result["verdict"] != "failed") {
@@ -952,6 +1094,20 @@ CommandRegistration reg(60, [](CLI::App& app, Context& ctx) {
   cmd->add_option("--minimise-runs", a->minimise_runs,
                   "Most runs the minimisation of the result may spend (default 16; not in the budget)")
       ->check(CLI::Range(0, 1000));
+  cmd->add_option("--executor", a->executor,
+                  "Where runs happen: local (default), or slurm: each run a Slurm job with a node to itself "
+                  "(docs/cluster.md)")
+      ->check(CLI::IsMember({"local", "slurm"}));
+  cmd->add_option("--parallel", a->parallel,
+                  "Runs in flight at once (--executor slurm; default 1): the strategy proposes batches of N")
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--partition", a->partition, "Slurm partition of the jobs (--executor slurm)");
+  cmd->add_option("--slurm-arg", a->slurm_args,
+                  "One more sbatch argument for every job, e.g. --slurm-arg=--account=A (repeatable; --executor slurm)")
+      ->allow_extra_args(false);
+  cmd->add_option("--slurm-dir", a->slurm_dir,
+                  "Folder of the jobs' specs, results and output, on a filesystem the nodes share "
+                  "(default: beside the store, DB.slurm/session-ID)");
   cmd->add_option("command", a->argv, "The application and its arguments, after --");
   cmd->callback([a, &ctx] {
     if (a->maximize && a->metric.empty() && a->score_cmd.empty())
@@ -963,6 +1119,13 @@ CommandRegistration reg(60, [](CLI::App& app, Context& ctx) {
     if (a->json && !a->compare.empty()) throw UsageError("--compare prints a table; it has no --json");
     if (a->json && a->dry_run) throw UsageError("--dry-run prints a plan; it has no --json");
     if (a->dry_run && a->resume) throw UsageError("--dry-run plans a new session; it cannot --resume one");
+    if (a->executor == "slurm" && !a->compare.empty())
+      throw UsageError("--compare runs locally; with --executor slurm tune one strategy per session (--strategy)");
+    if (a->executor != "slurm" && (!a->partition.empty() || !a->slurm_args.empty() || !a->slurm_dir.empty()))
+      throw UsageError("--partition, --slurm-arg and --slurm-dir are for --executor slurm");
+    // Runs side by side on one machine would contend with each other and measure that.
+    if (a->executor != "slurm" && a->parallel > 1)
+      throw UsageError("--parallel is for --executor slurm, where each run has a node to itself");
     if (a->dry_run) {
       ctx.exit_code = run_tune(*a, nullptr);
       return;

@@ -80,6 +80,17 @@ LiveObjective::LiveObjective(Space space, ObjectiveSpec spec) : space_(std::move
 
 Measurement Objective::evaluate_within(const Config& c, double) { return evaluate(c); }
 
+void Objective::plan(const RunPlan&) {}
+
+std::vector<Measurement> Objective::evaluate_batch(const std::vector<BatchRun>& runs) {
+  std::vector<Measurement> out;
+  for (const auto& r : runs) {
+    plan(r.plan);
+    out.push_back(evaluate_within(r.config, r.limit_s));
+  }
+  return out;
+}
+
 Measurement LiveObjective::evaluate(const Config& c) { return evaluate_within(c, 0); }
 
 Measurement LiveObjective::evaluate_within(const Config& c, double limit_s) {
@@ -196,12 +207,12 @@ std::string capped_text(const RunCap& cap) {
 
 // ---- tune() ---------------------------------------------------------------------------------
 
-namespace {
-
-// Folds one more run into a trial's measurement. One capped run caps the trial: it ran past
-// several times the incumbent's time, so it is not the best whatever its other runs did.
+// One capped run caps the trial: it ran past several times the incumbent's time, so it is not
+// the best whatever its other runs did.
 void add_run(Measurement& agg, const Measurement& one) {
   agg.repeats += std::max(1, one.repeats);
+  if (!one.node.empty() && ("," + agg.node + ",").find("," + one.node + ",") == std::string::npos)
+    agg.node += (agg.node.empty() ? "" : ",") + one.node;
   if (one.ok) {
     agg.samples.insert(agg.samples.end(), one.samples.begin(), one.samples.end());
     if (one.samples.empty()) agg.samples.push_back(one.value);
@@ -222,6 +233,8 @@ void add_run(Measurement& agg, const Measurement& one) {
     agg.value = agg.lower_bound;
   }
 }
+
+namespace {
 
 // A run measured under `cap`: an objective that cannot stop a run early ran it whole, so one
 // that took longer than the cap is capped here, charged as if stopped at the cap.
@@ -299,6 +312,17 @@ TuneResult tune(Strategy& strategy, Objective& objective, const TuneOptions& o) 
     o.progress(line.str());
   };
 
+  // Repeat while the trial is within the noise of the incumbent (or better): only then can
+  // another run change which configuration is best. Clearly worse ones stop at once.
+  auto worth_repeating = [&](const Trial& t, int b, double noise) {
+    if (b < 0) return false;
+    double inc = res.trials[b].m.value;
+    double band = std::max(noise, t.m.spread) * std::fabs(inc);
+    if (t.m.value > inc + band) return false;
+    if (t.m.value < inc - 3 * band && t.m.repeats >= 2) return false;  // clearly better and confirmed once
+    return true;
+  };
+
   auto measure = [&](Config cfg, const std::string& who, int min_repeats) {
     Trial t;
     t.index = static_cast<int>(res.trials.size());
@@ -314,22 +338,62 @@ TuneResult tune(Strategy& strategy, Objective& objective, const TuneOptions& o) 
       if (cap.incumbent < 0 && t.m.ok) {
         cap = run_cap({t}, o.cap_factor, o.cap_slack_s);
       }
+      objective.plan({t.index, t.runs_before, o.budget - res.runs, who});
       Measurement one = objective.evaluate_within(t.config, cap.limit_s);
       apply_cap(one, cap);
       add_run(t.m, one);
       res.runs += std::max(1, one.repeats);
       if (!t.m.ok || res.runs >= o.budget || t.m.repeats >= o.max_repeats) break;
       if (t.m.repeats < min_repeats) continue;
-      // Repeat while the trial is within the noise of the incumbent (or better): only then
-      // can another run change which configuration is best. Clearly worse ones stop at once.
-      if (b < 0) break;
-      double inc = res.trials[b].m.value;
-      double band = std::max(noise, t.m.spread) * std::fabs(inc);
-      if (t.m.value > inc + band) break;
-      if (t.m.value < inc - 3 * band && t.m.repeats >= 2) break;  // clearly better and confirmed once
+      if (!worth_repeating(t, b, noise)) break;
     }
     res.trials.push_back(t);
     report(res.trials.back());
+  };
+
+  // A batch of configurations (TuneOptions::parallel): one run each at once, then again at
+  // once for those the repeat rule keeps, as measure() does for one.
+  auto measure_batch = [&](const std::vector<Config>& batch, const std::string& who) {
+    std::vector<Trial> ts;
+    for (const auto& c : batch) {
+      Trial t;
+      t.index = static_cast<int>(res.trials.size() + ts.size());
+      t.config = c;
+      t.strategy = who;
+      t.runs_before = res.runs + static_cast<int>(ts.size());
+      ts.push_back(std::move(t));
+    }
+    const int b = best_of(res.trials);
+    const double noise = pooled_noise(res.trials, o.noise);
+    std::vector<size_t> pending(ts.size());
+    for (size_t i = 0; i < ts.size(); ++i) pending[i] = i;
+    while (!pending.empty() && res.runs < o.budget) {
+      const int room = o.budget - res.runs;
+      const size_t k = std::min(pending.size(), static_cast<size_t>(std::max(1, room / 2)));
+      RunCap cap = run_cap(res.trials, o.cap_factor, o.cap_slack_s);
+      std::vector<Objective::BatchRun> runs;
+      for (size_t i = 0; i < k; ++i) {
+        const Trial& t = ts[pending[i]];
+        runs.push_back({t.config, cap.limit_s, {t.index, t.runs_before, room - 2 * static_cast<int>(k - 1), who}});
+      }
+      std::vector<Measurement> ms = objective.evaluate_batch(runs);
+      std::vector<size_t> again;
+      for (size_t i = 0; i < k && i < ms.size(); ++i) {
+        Trial& t = ts[pending[i]];
+        apply_cap(ms[i], cap);
+        add_run(t.m, ms[i]);
+        res.runs += std::max(1, ms[i].repeats);
+        if (t.m.ok && t.m.repeats < o.max_repeats && worth_repeating(t, b, noise)) again.push_back(pending[i]);
+      }
+      again.insert(again.end(), pending.begin() + static_cast<long>(k), pending.end());
+      pending = std::move(again);
+    }
+    for (auto& t : ts) {
+      if (t.m.repeats == 0) continue;  // the budget ran out before its first run
+      t.index = static_cast<int>(res.trials.size());
+      res.trials.push_back(std::move(t));
+      report(res.trials.back());
+    }
   };
 
   bool have_reference = std::any_of(res.trials.begin(), res.trials.end(), [](const Trial& t) { return t.config.empty(); });
@@ -337,7 +401,65 @@ TuneResult tune(Strategy& strategy, Objective& objective, const TuneOptions& o) 
 
   res.stop_reason = "budget";
   int duplicates = 0;
-  while (res.runs < o.budget) {
+  // A strategy proposing a measured configuration gets the stored answer at no cost; a strategy
+  // that keeps doing so has exhausted what it can propose. False then.
+  auto stored_answer = [&](const Trial& seen) {
+    if (++duplicates > 50) return false;
+    Trial t = seen;
+    t.index = static_cast<int>(res.trials.size());
+    t.strategy = strategy.name();
+    t.runs_before = res.runs;
+    t.m.repeats = 0;
+    res.trials.push_back(t);
+    return true;
+  };
+  while (o.parallel > 1 && res.runs < o.budget) {
+    // The constant liar: each configuration in the batch joins the history as a provisional
+    // trial with the incumbent's measurement (a failed one before any success).
+    const int room = o.budget - res.runs;
+    const size_t k = static_cast<size_t>(std::min(o.parallel, std::max(1, room / 2)));
+    const int b = best_of(res.trials);
+    std::vector<Trial> told = res.trials;
+    std::vector<Config> batch;
+    bool finished = false;
+    while (batch.size() < k) {
+      std::optional<Config> next = strategy.next(told);
+      if (!next) {
+        finished = true;
+        break;
+      }
+      auto seen = std::find_if(told.begin(), told.end(), [&](const Trial& t) { return t.config == *next; });
+      if (seen != told.end()) {
+        if (!batch.empty()) break;  // measured or in flight: send what the batch has
+        if (!stored_answer(*seen)) {
+          finished = true;
+          break;
+        }
+        told = res.trials;
+        continue;
+      }
+      duplicates = 0;
+      batch.push_back(*next);
+      Trial lie;
+      lie.index = static_cast<int>(told.size());
+      lie.config = *next;
+      lie.strategy = strategy.name();
+      lie.runs_before = res.runs;
+      if (b >= 0) {
+        lie.m = res.trials[b].m;
+      } else {
+        lie.m.repeats = 1;
+        lie.m.failure = "in flight";
+      }
+      told.push_back(std::move(lie));
+    }
+    if (!batch.empty()) measure_batch(batch, strategy.name());
+    if (finished) {
+      res.stop_reason = "strategy finished";
+      break;
+    }
+  }
+  while (o.parallel <= 1 && res.runs < o.budget) {
     std::optional<Config> next = strategy.next(res.trials);
     if (!next) {
       res.stop_reason = "strategy finished";
@@ -345,23 +467,16 @@ TuneResult tune(Strategy& strategy, Objective& objective, const TuneOptions& o) 
     }
     auto seen = std::find_if(res.trials.begin(), res.trials.end(), [&](const Trial& t) { return t.config == *next; });
     if (seen != res.trials.end()) {
-      // A strategy proposing a measured configuration gets the stored answer at no cost; a
-      // strategy that keeps doing so has exhausted what it can propose.
-      if (++duplicates > 50) {
+      if (!stored_answer(*seen)) {
         res.stop_reason = "strategy finished";
         break;
       }
-      Trial t = *seen;
-      t.index = static_cast<int>(res.trials.size());
-      t.strategy = strategy.name();
-      t.runs_before = res.runs;
-      t.m.repeats = 0;
-      res.trials.push_back(t);
       continue;
     }
     duplicates = 0;
     measure(*next, strategy.name(), 1);
   }
+  objective.plan({});
   res.best = best_of(res.trials);
   for (const auto& t : res.trials) {
     if (t.config.empty() && t.m.ok && res.reference < 0) res.reference = t.index;

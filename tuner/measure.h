@@ -32,6 +32,10 @@ class LiveObjective : public Objective {
   Measurement evaluate_within(const Config& c, double limit_s) override;
   // The last run's stderr tail, for failure reports.
   const std::string& last_output() const { return last_output_; }
+  // The default configuration's stderr, against which a later run's is read for a setting the
+  // library refused (rejected_setting()). A run in another process (a Slurm job) carries it over.
+  const std::string& reference_output() const { return reference_stderr_; }
+  void set_reference_output(std::string text) { reference_stderr_ = std::move(text); }
 
  private:
   Space space_;
@@ -53,6 +57,10 @@ struct RunCap {
 RunCap run_cap(const std::vector<Trial>& trials, double factor, double slack_s);
 // "capped at 1.9 s (3x the incumbent's 0.3 s + 1 s)".
 std::string capped_text(const RunCap& cap);
+
+// Folds one more run into a trial's measurement (tune()'s aggregation: the median of the
+// successful runs, capped if one run was, every run charged; the nodes that ran it listed).
+void add_run(Measurement& agg, const Measurement& one);
 
 // Reads the objective from an application's output: the first match of `regex`, its first
 // capture group when it has one. nullopt when nothing matches or the match is not a number.

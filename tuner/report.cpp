@@ -398,8 +398,20 @@ std::string render_markdown(const ReportInput& in, const std::string& svg_name) 
       md << "| `" << md_cell(text) << "` | " << md_cell(ids.empty() ? "the space" : ids) << " |\n";
     }
   }
+  if (!in.node_defaults.empty()) {
+    md << "\n## Nodes\n\nEach node's default, measured first there; a value measured on another node than "
+       << "the reference is scaled by the reference's default over that node's.\n\n| node | default | ratio |\n"
+       << "|---|---|---|\n";
+    const double ref = in.node_defaults.count(in.reference_node) ? in.node_defaults.at(in.reference_node) : 0;
+    for (const auto& [node, value] : in.node_defaults)
+      md << "| " << md_cell(node) << (node == in.reference_node ? " (reference)" : "") << " | " << shown(value) << " | "
+         << (value != 0 && ref != 0 ? fmt(ref / value, 3) : "-") << " |\n";
+  }
   for (const auto& r : in.runs) {
-    md << "\n## Trials: " << r.label << "\n\n| # | configuration | value | runs | note |\n|---|---|---|---|---|\n";
+    const bool nodes = std::any_of(r.result.trials.begin(), r.result.trials.end(),
+                                   [](const Trial& t) { return !t.m.node.empty(); });
+    md << "\n## Trials: " << r.label << "\n\n| # | configuration | value | runs | " << (nodes ? "node | " : "")
+       << "note |\n|---|---|---|---|" << (nodes ? "---|" : "") << "---|\n";
     for (const auto& t : r.result.trials) {
       const Measurement& m = t.m;
       std::string value = "-", note;
@@ -414,7 +426,8 @@ std::string render_markdown(const ReportInput& in, const std::string& svg_name) 
         note = "failed: " + m.failure;
       }
       md << "| " << t.index + 1 << " | `" << md_cell(config_text(t.config)) << "` | " << value << " | "
-         << runs_text(m.ok ? runs_measured(m) : m.repeats) << " | " << md_cell(note) << " |\n";
+         << runs_text(m.ok ? runs_measured(m) : m.repeats) << " | " << (nodes ? md_cell(m.node) + " | " : "")
+         << md_cell(note) << " |\n";
     }
   }
   return md.str();

@@ -54,6 +54,10 @@ struct ReportInput {
     std::string minimise;
   };
   std::optional<Answer> answer;
+  // Runs spread over a cluster's nodes: each node's default value (the first measured there)
+  // and the node whose values the others' were scaled to. Empty for a local session.
+  std::map<std::string, double> node_defaults;
+  std::string reference_node;
 };
 
 // False for a query: an API control that reads a value instead of setting one

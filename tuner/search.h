@@ -93,6 +93,9 @@ struct Measurement {
                                 // the cap's basis whatever the objective (a metric, a score)
   bool capped = false;   // a run was stopped at the cap: its time is at least lower_bound
   double lower_bound = 0;  // seconds (wall time) a capped run had run when stopped
+  // The machine that ran it, where runs are spread over several (a cluster's node; "" for this
+  // machine). A trial run on several lists them comma-separated.
+  std::string node;
 };
 
 // Produces one run's measurement of a configuration. Live objectives run the application as a
@@ -106,6 +109,26 @@ class Objective {
   // objective's own timeout); a run so stopped comes back capped, lower_bound = limit_s. This
   // default runs it whole: tune() then caps a run whose reported wall time exceeds the limit.
   virtual Measurement evaluate_within(const Config& c, double limit_s);
+  // What the next run is for, told by tune() before each run: an objective that keeps a ledger
+  // of its runs (the Slurm executor records each job with its trial) or that may spend a run of
+  // its own (a node's reference) reads it. tune() ends with RunPlan{}: later runs (the
+  // re-measurement, the minimisation) belong to no trial. This default ignores it.
+  struct RunPlan {
+    int trial = -1;         // index of the trial the run is for; -1: none
+    int runs_before = 0;    // the trial's runs_before
+    int runs_left = -1;     // budget left before this run, the run included; -1: no budget
+    std::string strategy;   // who proposed the configuration
+  };
+  virtual void plan(const RunPlan& next);
+  // Several runs at once (tune()'s batches under TuneOptions::parallel): one measurement per
+  // run, in order. An objective that can run them side by side (the Slurm executor) overrides
+  // it; this default runs them one after another, each after its plan().
+  struct BatchRun {
+    Config config;
+    double limit_s = 0;   // as evaluate_within()'s
+    RunPlan plan;
+  };
+  virtual std::vector<Measurement> evaluate_batch(const std::vector<BatchRun>& runs);
 };
 
 struct Trial {
@@ -164,6 +187,12 @@ struct TuneOptions {
   // still bounds it). The stopped run is charged; its trial is capped. cap_factor <= 0: none.
   double cap_factor = 3;
   double cap_slack_s = 1;
+  // Configurations measured at once (Objective::evaluate_batch). Above 1 the strategy is asked
+  // for a batch by the constant liar (Ginsbourger et al.): each configuration in flight joins
+  // the history it is asked with as a provisional trial valued at the incumbent's value, so that
+  // any strategy proposes distinct ones unchanged. A batch leaves room in the budget for a
+  // second run of each of its runs (an objective's own reference run), so none is exceeded.
+  int parallel = 1;
   std::function<void(const Trial&)> on_trial;                  // after each finished trial (persist it)
   std::function<void(const std::string& line)> progress;       // one line per trial
 };

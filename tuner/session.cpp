@@ -70,11 +70,34 @@ const char* kSessionColumns =
 // minimised configuration): JSON, '{}' until then.
 const char* kSchemaV2 = "ALTER TABLE tune_sessions ADD COLUMN result TEXT NOT NULL DEFAULT '{}';";
 
+// Runs spread over a cluster: the node of each trial, and the jobs submitted (tuner/slurm.h),
+// so that a session resumed after its submitter died repeats no finished run.
+const char* kSchemaV3 = R"SQL(
+ALTER TABLE tune_trials ADD COLUMN node TEXT NOT NULL DEFAULT '';
+CREATE TABLE tune_jobs(
+  session_id INTEGER NOT NULL REFERENCES tune_sessions(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  job_id TEXT NOT NULL,
+  trial INTEGER NOT NULL,
+  runs_before INTEGER NOT NULL,
+  strategy TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  config TEXT NOT NULL,
+  spec_path TEXT NOT NULL,
+  result_path TEXT NOT NULL,
+  state TEXT NOT NULL DEFAULT 'submitted',
+  node TEXT NOT NULL DEFAULT '',
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),
+  PRIMARY KEY(session_id, seq)
+);
+)SQL";
+
 }  // namespace
 
 void register_session_schema() {
   store::register_migration("tuner", 1, kSchemaV1);
   store::register_migration("tuner", 2, kSchemaV2);
+  store::register_migration("tuner", 3, kSchemaV3);
 }
 
 SessionStore::SessionStore(const std::string& db_path) {
@@ -116,7 +139,7 @@ std::vector<SessionInfo> SessionStore::list() const {
 std::vector<Trial> SessionStore::trials(std::int64_t id) const {
   std::vector<Trial> out;
   auto st = db_->prepare(
-      "SELECT idx, strategy, config, ok, failure, value, spread, repeats, samples, runs_before "
+      "SELECT idx, strategy, config, ok, failure, value, spread, repeats, samples, runs_before, node "
       "FROM tune_trials WHERE session_id = ? ORDER BY idx");
   st.bind(1, id);
   while (st.step()) {
@@ -133,6 +156,7 @@ std::vector<Trial> SessionStore::trials(std::int64_t id) const {
     if (samples.is_array())
       for (const auto& v : samples) t.m.samples.push_back(v.get<double>());
     t.runs_before = static_cast<int>(st.column_int(9));
+    t.m.node = st.column_text(10);
     out.push_back(std::move(t));
   }
   return out;
@@ -142,10 +166,49 @@ void SessionStore::add_trial(std::int64_t id, const Trial& t) {
   nlohmann::json samples = t.m.samples;
   auto st = db_->prepare(
       "INSERT OR REPLACE INTO tune_trials(session_id, idx, strategy, config, ok, failure, value, spread, repeats, "
-      "samples, runs_before) VALUES(?,?,?,?,?,?,?,?,?,?,?)");
+      "samples, runs_before, node) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
   st.bind_all(id, t.index, t.strategy, config_to_json(t.config), t.m.ok ? 1 : 0, t.m.failure, t.m.value, t.m.spread,
-              t.m.repeats, samples.dump(), t.runs_before);
+              t.m.repeats, samples.dump(), t.runs_before, t.m.node);
   st.run();
+}
+
+void SessionStore::add_job(std::int64_t id, const ClusterJob& j) {
+  auto st = db_->prepare(
+      "INSERT INTO tune_jobs(session_id, seq, job_id, trial, runs_before, strategy, kind, config, spec_path, "
+      "result_path, state, node) VALUES(?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM tune_jobs WHERE session_id = ?1), "
+      "?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)");
+  st.bind_all(id, j.id, j.trial, j.runs_before, j.strategy, j.kind, config_to_json(j.config), j.spec_path,
+              j.result_path, j.state, j.node);
+  st.run();
+}
+
+void SessionStore::end_job(std::int64_t id, const std::string& job_id, const std::string& node) {
+  auto st = db_->prepare("UPDATE tune_jobs SET state = 'ended', node = ? WHERE session_id = ? AND job_id = ?");
+  st.bind_all(node, id, job_id);
+  st.run();
+}
+
+std::vector<ClusterJob> SessionStore::jobs(std::int64_t id) const {
+  std::vector<ClusterJob> out;
+  auto st = db_->prepare(
+      "SELECT job_id, trial, runs_before, strategy, kind, config, spec_path, result_path, state, node "
+      "FROM tune_jobs WHERE session_id = ? ORDER BY seq");
+  st.bind(1, id);
+  while (st.step()) {
+    ClusterJob j;
+    j.id = st.column_text(0);
+    j.trial = static_cast<int>(st.column_int(1));
+    j.runs_before = static_cast<int>(st.column_int(2));
+    j.strategy = st.column_text(3);
+    j.kind = st.column_text(4);
+    j.config = config_from_json(st.column_text(5));
+    j.spec_path = st.column_text(6);
+    j.result_path = st.column_text(7);
+    j.state = st.column_text(8);
+    j.node = st.column_text(9);
+    out.push_back(std::move(j));
+  }
+  return out;
 }
 
 void SessionStore::set_result(std::int64_t id, const std::string& result_json) {
@@ -317,7 +380,8 @@ nlohmann::json session_to_json(const SessionInfo& s, const std::vector<Trial>& t
                   {"spread", t.m.spread},
                   {"repeats", t.m.repeats},
                   {"samples", samples},
-                  {"runs_before", t.runs_before}});
+                  {"runs_before", t.runs_before},
+                  {"node", t.m.node.empty() ? json(nullptr) : json(t.m.node)}});
   }
   SessionOutcome o = session_outcome(s, trials);
   auto pick = [&](int i) -> json {

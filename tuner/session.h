@@ -30,6 +30,21 @@ struct SessionInfo {
   std::string result_json;
 };
 
+// One run submitted to a cluster as a job (tuner/slurm.h), recorded before the submitter waits
+// on it, so that a resumed session ingests, waits for or resubmits it rather than running its
+// trial again.
+struct ClusterJob {
+  std::string id;                  // the scheduler's job id
+  int trial = -1;                  // index of the trial the run is for; -1: none (re-measurement)
+  int runs_before = 0;             // that trial's runs_before
+  std::string strategy;            // who proposed the configuration
+  std::string kind = "trial";      // trial | reference (a node's default, measured for its ratio)
+  Config config;
+  std::string spec_path, result_path;  // what the job runs and where it writes its result
+  std::string state = "submitted";     // submitted | ended (its result read, or it ended without one)
+  std::string node;                    // where it ran, once known
+};
+
 // Sessions in one SQLite file. Every write is its own transaction: a trial is either stored
 // whole or not at all.
 class SessionStore {
@@ -46,6 +61,10 @@ class SessionStore {
   void add_trial(std::int64_t id, const Trial& t);
   void finish(std::int64_t id, const std::string& status);
   void set_result(std::int64_t id, const std::string& result_json);
+  // The cluster jobs of a session, in submission order.
+  void add_job(std::int64_t id, const ClusterJob& j);
+  void end_job(std::int64_t id, const std::string& job_id, const std::string& node);
+  std::vector<ClusterJob> jobs(std::int64_t id) const;
   const std::string& path() const;
 
  private:
@@ -84,7 +103,7 @@ bool capped_trial(const Trial& t);
 // The one JSON form of a session, read by `syspilot sessions show --json`, the service and a
 // dashboard: id, program, args, strategy, status, times, budget, seed, objective, options,
 // machine (null when not recorded), space, guides, trials (config, ok, capped, failure, value
-// as measured, spread, repeats, samples, runs_before), best, reference, speedup, runs, and
+// as measured, spread, repeats, samples, runs_before, node), best, reference, speedup, runs, and
 // result (tune's conclusion, SessionInfo::result_json; null before it is written).
 // docs/tuner.md ("Sessions") describes the fields.
 nlohmann::json session_to_json(const SessionInfo& s, const std::vector<Trial>& trials);

@@ -1,0 +1,41 @@
+// `syspilot trial-run --spec SPEC.json --out RESULT.json` (hidden): what a Slurm job of
+// `syspilot tune --executor slurm` runs on its node (tuner/slurm.h). One run of the spec's
+// configuration by the live objective, as a local session runs it; the measurement and the
+// node's name are written to RESULT atomically, so the submitter never reads half a result.
+// Exit codes: 0 the result was written (whether the run succeeded or not), 2 no spec or no result.
+#include <CLI/CLI.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "cli/command.h"
+#include "tuner/slurm.h"
+
+namespace syspilot::cli {
+namespace {
+
+CommandRegistration reg(95, [](CLI::App& app, Context& ctx) {
+  auto spec = std::make_shared<std::string>();
+  auto out = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand("trial-run", "Run one trial's run as a Slurm job of `tune --executor slurm` does");
+  cmd->group("");  // internal: the jobs of the Slurm executor start it, not people
+  cmd->add_option("--spec", *spec, "The trial spec the submitter wrote")->required();
+  cmd->add_option("--out", *out, "Where to write the result")->required();
+  cmd->callback([spec, out, &ctx] {
+    std::ifstream in(*spec, std::ios::binary);
+    if (!in) throw UsageError("cannot read the trial spec '" + *spec + "': is --slurm-dir on a filesystem this node shares?");
+    std::ostringstream text;
+    text << in.rdbuf();
+    tuner::TrialSpec s;
+    try {
+      s = tuner::trial_spec_from_json(text.str());
+    } catch (const std::exception& e) {
+      throw UsageError(*spec + ": " + e.what());
+    }
+    write_file_atomically(*out, tuner::trial_result_to_json(tuner::run_trial(s)));
+    ctx.exit_code = kOk;
+  });
+});
+
+}  // namespace
+}  // namespace syspilot::cli
