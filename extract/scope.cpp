@@ -450,6 +450,28 @@ void BuildMap::add(const std::string& rel, std::string_view text) {
     }
   };
   for (auto& words : lib_rules) library_words(words);
+  // Automake: WHERE_PRIMARY = targets, each target's sources in CANON_SOURCES (the name with
+  // every character but letters, digits and '@' turned into '_'). Libraries installed or not are
+  // the library's, check_* targets are built for `make check` only (tests), programs are tools;
+  // the target's own name still speaks first (lstopo vs. test-foo).
+  for (auto& var : listed) {
+    auto under = var.rfind('_');
+    if (under == std::string::npos || under == 0) continue;
+    const std::string where = var.substr(0, under), primary = var.substr(under + 1);
+    const bool program = primary == "PROGRAMS", lib = primary == "LTLIBRARIES" || primary == "LIBRARIES";
+    if (!program && !lib) continue;
+    auto targets = vars.find(var);
+    if (targets == vars.end()) continue;
+    const bool check = where == "check";
+    for (auto& t : targets->second) {
+      std::string canon;
+      for (char c : fs::path(t).filename().string())
+        canon += std::isalnum(static_cast<unsigned char>(c)) || c == '@' ? c : '_';
+      auto sources = vars.find(canon + "_SOURCES");
+      if (sources == vars.end()) continue;
+      classify(fs::path(t).stem().string(), lib && !check, check, sources->second);
+    }
+  }
   for (auto& var : listed) {
     auto found = vars.find(var);
     if (found == vars.end()) continue;
