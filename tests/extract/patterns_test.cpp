@@ -299,6 +299,45 @@ TEST(ExtractPatterns, TablesOfStrings) {
     if (e.name == "LIB_HOME") EXPECT_EQ(e.via, "lib_env");
 }
 
+// 4b. Automake: each WHERE_PRIMARY target's CANON_SOURCES take its scope: installed or
+// internal libraries are the library's, check_* targets tests, programs tools, whether or not
+// the file defines main() and whatever its folder.
+TEST(ExtractPatterns, AutomakeTargetsGiveTheirSourcesAScope) {
+  TempTree t;
+  t.write("core/Makefile.am",
+          "lib_LTLIBRARIES = libfoo.la\n"
+          "libfoo_la_SOURCES = core.c \\\n"
+          "    shared.c\n"
+          "check_LTLIBRARIES = foo_fake.la\n"
+          "foo_fake_la_SOURCES = fake.c\n"
+          "if HAVE_TOOLS\n"
+          "bin_PROGRAMS = foo-tool\n"
+          "endif\n"
+          "bin_PROGRAMS += foo-info\n"
+          "foo_tool_SOURCES = main.c helper.c shared.c\n"
+          "foo_info_SOURCES = info.c\n"
+          "check_PROGRAMS = test-thing\n"
+          "test_thing_SOURCES = thing.c\n");
+  auto reader = [](const std::string& var, bool main) {
+    return std::string("#include <stdlib.h>\n") + (main ? "int main(void)" : "int f_" + var + "(void)") +
+           " { return getenv(\"" + var + "\") != 0; }\n";
+  };
+  t.write("core/core.c", reader("FOO_CORE", false));
+  t.write("core/shared.c", reader("FOO_SHARED", false));
+  t.write("core/fake.c", reader("FOO_FAKE", false));
+  t.write("core/main.c", reader("FOO_TOOL_COLOR", true));
+  t.write("core/helper.c", reader("FOO_TOOL_WIDTH", false));
+  t.write("core/info.c", reader("FOO_INFO", true));
+  t.write("core/thing.c", reader("FOO_THING", true));
+  Facts f = run(t);
+  std::set<std::string> want = {
+      "FOO_CORE core/core.c:2 library",       "FOO_SHARED core/shared.c:2 library",
+      "FOO_FAKE core/fake.c:2 test",          "FOO_TOOL_COLOR core/main.c:2 tool",
+      "FOO_TOOL_WIDTH core/helper.c:2 tool",  "FOO_INFO core/info.c:2 tool",
+      "FOO_THING core/thing.c:2 test"};
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
+}
+
 // 4. Scope: build files say which sources make the library (CMake with a variable, meson,
 // a Makefile's object list), paths decide the rest; the default keeps library facts only,
 // and facts without a scope read back as library.
