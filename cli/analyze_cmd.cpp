@@ -5,11 +5,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "tuner/analyze.h"
+#include "tuner/run.h"
 #ifdef HAVE_SYSPILOT_STORE
 #include "store/store.h"
 #endif
@@ -110,23 +110,8 @@ void register_analyze(CLI::App& app, Context& ctx) {
     }
     tuner::AnalyzeOptions o;
     o.compose.binary = a->app.front();
-    if (o.compose.binary.find('/') == std::string::npos) {
-      // Resolve a bare name through PATH, as the run will.
-      const char* path = std::getenv("PATH");
-      std::string p = path ? path : "";
-      size_t start = 0;
-      while (start <= p.size()) {
-        size_t end = p.find(':', start);
-        std::string dir = p.substr(start, end == std::string::npos ? std::string::npos : end - start);
-        std::string cand = (dir.empty() ? "." : dir) + "/" + o.compose.binary;
-        if (::access(cand.c_str(), X_OK) == 0) {
-          o.compose.binary = cand;
-          break;
-        }
-        if (end == std::string::npos) break;
-        start = end + 1;
-      }
-    }
+    // Resolve a bare name through PATH, as the run will.
+    if (std::string found = tuner::find_on_path(o.compose.binary); !found.empty()) o.compose.binary = found;
     std::error_code ec;
     if (!std::filesystem::is_regular_file(o.compose.binary, ec))
       throw UsageError("application '" + a->app.front() + "' not found; give its path after --");

@@ -31,6 +31,7 @@
 #include "tuner/measure.h"
 #include "tuner/minimise.h"
 #include "tuner/report.h"
+#include "tuner/run.h"
 #include "tuner/session.h"
 #include "tuner/slurm.h"
 #include "tuner/space.h"
@@ -293,14 +294,8 @@ SpaceEdits parse_edits(const TuneArgs& a) {
 
 // Resolves APP the way execvp would, so that composition reads the right binary.
 std::string resolve_binary(const std::string& app) {
-  if (app.find('/') != std::string::npos) return app;
-  const char* path = std::getenv("PATH");
-  std::stringstream ss(path ? path : "/usr/bin:/bin");
-  for (std::string dir; std::getline(ss, dir, ':');) {
-    auto p = std::filesystem::path(dir.empty() ? "." : dir) / app;
-    if (::access(p.c_str(), X_OK) == 0) return p.string();
-  }
-  return app;
+  std::string found = tuner::find_on_path(app);
+  return found.empty() ? app : found;
 }
 
 // Which guides the best configuration acts on: it changes one of their controls and meets

@@ -2,7 +2,6 @@
 // command exposes to its launchers (`xargs -P {NPROC:-2}`, `make -j "$JOBS"`), and how many
 // processes of a run had each library mapped at once.
 #include <fnmatch.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -26,20 +25,6 @@ std::vector<std::string> words(const std::string& s) {
   return out;
 }
 
-std::string find_on_path(const std::string& name, const std::map<std::string, std::string>& env) {
-  if (name.find('/') != std::string::npos) return name;
-  std::string path;
-  if (auto it = env.find("PATH"); it != env.end()) path = it->second;
-  else if (const char* p = std::getenv("PATH")) path = p;
-  else path = "/usr/bin:/bin";
-  std::istringstream is(path);
-  for (std::string dir; std::getline(is, dir, ':');) {
-    fs::path cand = fs::path(dir.empty() ? "." : dir) / name;
-    std::error_code ec;
-    if (fs::is_regular_file(cand, ec) && ::access(cand.c_str(), X_OK) == 0) return cand.string();
-  }
-  return "";
-}
 
 bool is_name_char(char c, bool first) {
   return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || (!first && std::isdigit(static_cast<unsigned char>(c)));

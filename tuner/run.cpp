@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -386,6 +387,21 @@ void drain(int& fd, std::string& into, size_t cap) {
 }
 
 }  // namespace
+
+std::string find_on_path(const std::string& name, const std::map<std::string, std::string>& env) {
+  if (name.find('/') != std::string::npos) return name;
+  std::string path;
+  if (auto it = env.find("PATH"); it != env.end()) path = it->second;
+  else if (const char* p = std::getenv("PATH")) path = p;
+  else path = "/usr/bin:/bin";
+  std::istringstream is(path);
+  for (std::string dir; std::getline(is, dir, ':');) {
+    std::filesystem::path cand = std::filesystem::path(dir.empty() ? "." : dir) / name;
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(cand, ec) && ::access(cand.c_str(), X_OK) == 0) return cand.string();
+  }
+  return "";
+}
 
 int online_cpus() {
   cpu_set_t set;

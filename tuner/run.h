@@ -91,6 +91,12 @@ std::vector<Placeholder> placeholders(const std::vector<std::string>& argv);
 std::vector<std::string> substitute_placeholders(const std::vector<std::string>& argv,
                                                  const std::map<std::string, std::string>& env);
 
+// Where execvp would find `name` for a child with environment `env`: `name` itself when it
+// holds a '/', else the first executable regular file of that name in env's PATH (this
+// process's PATH when env has none, /usr/bin:/bin without either; an empty entry is the
+// current folder). "" when there is none.
+std::string find_on_path(const std::string& name, const std::map<std::string, std::string>& env = {});
+
 // Number of CPUs this process may run on (sched_getaffinity), at least 1.
 int online_cpus();
 

@@ -121,14 +121,6 @@ std::string trimmed(std::string s) {
   return s;
 }
 
-bool on_path(const std::string& tool) {
-  const char* path = std::getenv("PATH");
-  std::stringstream ss(path ? path : "/usr/bin:/bin");
-  for (std::string dir; std::getline(ss, dir, ':');)
-    if (!dir.empty() && ::access((fs::path(dir) / tool).c_str(), X_OK) == 0) return true;
-  return false;
-}
-
 // A Slurm client command, its output; never throws for the command's own failure.
 RunResult slurm_command(std::vector<std::string> argv) {
   RunSpec rs;
@@ -165,7 +157,7 @@ bool job_alive(const JobStatus& s) {
 
 SlurmCluster::SlurmCluster(SlurmOptions o) : o_(std::move(o)) {
   for (const char* tool : {"sbatch", "scontrol"})
-    if (!on_path(tool))
+    if (find_on_path(tool).empty())
       throw std::runtime_error(std::string("--executor slurm needs Slurm's client commands, and ") + tool +
                                " is not on PATH: install slurm-client (and set SLURM_CONF if the cluster's "
                                "configuration is not in /etc/slurm), or use --executor local");
