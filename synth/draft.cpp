@@ -306,20 +306,11 @@ std::string trim_doc(std::string s) {
   return out;
 }
 
-// LPCL cites "path:line" or a shared object's symbol, "path#symbol"; a shared object's path
-// alone or a line-less doc is not citable.
-bool citable(const std::string& r) {
-  if (lpcl::is_symbol_ref(r)) return true;
-  auto colon = r.rfind(':');
-  if (colon == std::string::npos || colon + 1 == r.size()) return false;
-  for (size_t i = colon + 1; i < r.size(); ++i)
-    if (!std::isdigit(static_cast<unsigned char>(r[i]))) return false;
-  return r[colon + 1] != '0';
-}
-
 lpcl::Provenance extracted(std::vector<std::string> refs, size_t most = 3) {
   lpcl::Provenance p;
-  std::erase_if(refs, [](auto& r) { return !citable(r); });
+  // LPCL cites "path:line" or a shared object's symbol, "soname#symbol"; a shared object's path
+  // alone or a line-less doc is no reference.
+  std::erase_if(refs, [](auto& r) { return !lpcl::is_valid_ref(r); });
   std::sort(refs.begin(), refs.end());
   refs.erase(std::unique(refs.begin(), refs.end()), refs.end());
   if (refs.size() > most) refs.resize(most);
@@ -633,7 +624,7 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     std::vector<std::string> refs;
     for (auto* ctl : chain)
       if (!ctl->prov.refs.empty()) refs.push_back(ctl->prov.refs.front());
-    d.prov = extracted(refs, 3);
+    d.prov = extracted(refs);
     for (auto& r : extracted(create_refs, 2).refs) d.prov.refs.push_back(r);
     c.demands.push_back(std::move(d));
   }
