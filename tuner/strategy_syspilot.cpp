@@ -1,9 +1,10 @@
 // The contract-guided strategy: first the configurations the confirmed hypotheses' constraints
 // and remedies suggest (splits of the machine's cores that the constraints allow, remedies, and
-// each with the controls that fall back on what it changes held where they were), then
-// refinement around the incumbent, then model-based search near the incumbent until the
-// budget is spent or the space exhausted. Without a guide it samples the space (uniform draws
-// and an additive model of what was measured) instead of crawling it.
+// each with the controls that fall back on what it changes held where they were), then the
+// joint values of each hypothesis' own controls, then refinement around the incumbent, then
+// model-based search near the incumbent until the budget is spent or the space exhausted.
+// Without a guide it samples the space (uniform draws and an additive model of what was
+// measured) instead of crawling it.
 // Also make_strategy(), the one place that maps strategy names to implementations.
 #include <algorithm>
 #include <cmath>
@@ -86,9 +87,15 @@ class GuidedSearch : public Strategy {
     // measured configurations that set different controls, best pair first.
     if (guided_)
       if (auto u = union_of_best(history, seen)) return u;
+    // 3. Each hypothesis' own controls together, the rest at their defaults: the controls of one
+    // cause interact (a spin count matters under one wait policy and not the other; an inner
+    // team's best size depends on the outer one), and the best value may lie between the default
+    // and the remedy. Strongest hypothesis first, best predicted first.
+    if (guided_)
+      if (auto c = joint_pick(history, seen)) return c;
     ++step_;
     if (guided_) {
-      // 3. The guides held: refine around the incumbent one control at a time (the guides'
+      // 4. The guides held: refine around the incumbent one control at a time (the guides'
       // controls first), every other step a draw from the model of what was measured so that
       // an interaction between two controls is not missed. Converged when no neighbour is
       // left that could beat the incumbent beyond the noise.
@@ -98,7 +105,7 @@ class GuidedSearch : public Strategy {
           if (auto m = model_pick(history, seen)) return m;
         return local;
       }
-      // 4. Refinement found nothing left near the incumbent: the budget is still worth
+      // 5. Refinement found nothing left near the incumbent: the budget is still worth
       // spending. Model-based over the whole space with the contracts as the prior: moves of
       // one or two controls from the incumbent, the guides' controls first, every fourth a
       // draw from the model over everything; finished only when the space is exhausted.
@@ -108,7 +115,7 @@ class GuidedSearch : public Strategy {
       if (auto m = model_pick(history, seen)) return m;
       return uniform_pick(seen);
     }
-    // 5. No guide: sample the space. Of every three proposals one is a uniform draw (what
+    // 6. No guide: sample the space. Of every three proposals one is a uniform draw (what
     // random search does), one a neighbour of the incumbent (to settle the last few percent)
     // and one the best candidate of an additive model of the measured trials.
     if (step_ % 3 == 1)
@@ -122,6 +129,48 @@ class GuidedSearch : public Strategy {
   const std::vector<Config>& seeds() const { return seeds_; }
 
  private:
+  // Joint values of one guide's controls, at most this many (a larger product is left to the
+  // refinement and the model, which move one or two controls at a time).
+  static constexpr std::uint64_t kMaxJoint = 32;
+
+  // The unmeasured admissible configuration, over the first guide (strongest first) that has
+  // one left, that sets only that guide's controls and that the additive model of the trials
+  // predicts fastest (a value never measured is credited with its control's best effect, so
+  // each value is tried before the model settles; ties broken by the seed).
+  std::optional<Config> joint_pick(const std::vector<Trial>& history, const std::set<Config>& seen) {
+    auto effect = additive_model(history);
+    std::uniform_real_distribution<double> jitter(0, std::max(0.01, noise_of(history)));
+    for (const auto& g : ctx_.guides) {
+      std::vector<const Param*> ctl;
+      std::uint64_t total = 1;
+      for (const auto& n : g.controls)
+        if (const Param* p = space_.find(n); p && !p->values.empty() && std::find(ctl.begin(), ctl.end(), p) == ctl.end()) {
+          ctl.push_back(p);
+          total *= p->values.size();
+          if (total > kMaxJoint) break;
+        }
+      if (ctl.empty() || total > kMaxJoint) continue;
+      std::optional<Config> pick;
+      double best = 0;
+      std::vector<size_t> idx(ctl.size(), 0);
+      for (std::uint64_t n = 0; n < total; ++n) {
+        Config c;
+        for (size_t i = 0; i < ctl.size(); ++i) c[ctl[i]->name] = ctl[i]->values[idx[i]];
+        for (size_t i = ctl.size(); i-- > 0;) {
+          if (++idx[i] < ctl[i]->values.size()) break;
+          idx[i] = 0;
+        }
+        c = canonical(c);
+        if (c.empty() || seen.count(c) || !admissible(c)) continue;
+        double pred = jitter(rng_);
+        for (const auto& p : space_.params) pred += effect(p.name, space_.value(c, p.name));
+        if (!pick || pred < best) pick = c, best = pred;
+      }
+      if (pick) return pick;
+    }
+    return std::nullopt;
+  }
+
   // The union of two of the three best measured configurations (other than the default)
   // that set disjoint controls, unmeasured and admissible; pairs ranked by the sum of their
   // values (times, or negated metrics when maximising). Each remedy removes one cause: where
