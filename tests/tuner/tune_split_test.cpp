@@ -90,6 +90,16 @@ Guide guide(const std::string& kind, const std::string& constraint) {
   return g;
 }
 
+// One successful run of `t` seconds.
+Measurement one_run(double t) {
+  Measurement m;
+  m.ok = true;
+  m.repeats = 1;
+  m.value = t;
+  m.samples = {t};
+  return m;
+}
+
 int value(const Config& c, const std::string& k, int dflt) { return c.count(k) ? std::stoi(c.at(k)) : dflt; }
 
 }  // namespace
@@ -232,12 +242,7 @@ TEST(TuneSplits, GuidedSearchSpendsTheBudgetAndFinishesOnlyWhenExhausted) {
       double o = get("OUTER", 16), i = get("INNER", 16), x = get("X", 1), y = get("Y", 1);
       double t = 64.0 / std::min(o * i, 16.0) + (o * i > 16 ? o * i / 4 : 0) + 0.2 * std::fabs(std::log2(x / 4)) +
                  0.1 * std::fabs(std::log2(y / 2));
-      Measurement m;
-      m.ok = true;
-      m.repeats = 1;
-      m.value = t;
-      m.samples = {t};
-      return m;
+      return one_run(t);
     }
   } obj;
   MachineFacts m = cpus(16);
@@ -300,12 +305,7 @@ TEST(TuneSplits, AHypothesisControlsAreTriedTogether) {
       if (get("SPIN") == "1000" && get("WAIT") == "active") t = 1.0;
       else if (get("WAIT") == "passive" || get("SPIN") == "0") t = 1.4;
       if (get("X") == "2") t *= 0.98;  // a control no hypothesis names, nearly inert
-      Measurement m;
-      m.ok = true;
-      m.repeats = 1;
-      m.value = t;
-      m.samples = {t};
-      return m;
+      return one_run(t);
     }
   } obj;
   Space s;
