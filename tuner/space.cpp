@@ -234,6 +234,17 @@ void push_unique(std::vector<std::string>& v, const std::string& s) {
 
 }  // namespace
 
+std::vector<double> thread_ladder(double lo, double top, const MachineFacts& m) {
+  std::vector<double> pts{lo};
+  for (double v = 1; v <= top; v *= 2)
+    if (v > lo) pts.push_back(v);
+  for (double v : {double(m.ncpus), 2.0 * m.ncpus})
+    if (v >= lo && v <= top) pts.push_back(v);
+  std::sort(pts.begin(), pts.end());
+  pts.erase(std::unique(pts.begin(), pts.end()), pts.end());
+  return pts;
+}
+
 bool discretise(const lpcl::Control& c, const MachineFacts& m, Param& out, std::string* why) {
   using TK = lpcl::Type::Kind;
   using DK = lpcl::Domain::Kind;
@@ -275,11 +286,7 @@ bool discretise(const lpcl::Control& c, const MachineFacts& m, Param& out, std::
       // Thread counts from the machine: 1, 2, 4, ..., ncpus, and 2 x ncpus (oversubscription
       // is plausible to help only where threads wait), within the contract's range.
       double top = std::min(*hi, 2.0 * m.ncpus);
-      pts.push_back(*lo);
-      for (double v = 1; v <= top; v *= 2)
-        if (v > *lo) pts.push_back(v);
-      for (double v : {double(m.ncpus), 2.0 * m.ncpus})
-        if (v >= *lo && v <= top) pts.push_back(v);
+      pts = thread_ladder(*lo, top, m);
       if (auto d = parse_number(out.default_value); d && *d >= *lo && *d <= top) pts.push_back(*d);
       std::sort(pts.begin(), pts.end());
       pts.erase(std::unique(pts.begin(), pts.end()), pts.end());

@@ -24,6 +24,11 @@ struct SpaceEdits {
   std::vector<std::string> drop;
 };
 
+// Thread counts for a machine: `lo`, then 1, 2, 4, ..., ncpus and 2 x ncpus above it up to
+// `top` (ascending, no repeats). Oversubscription (2 x ncpus) is plausible to help only where
+// threads wait, so it is the top of the ladder.
+std::vector<double> thread_ladder(double lo, double top, const MachineFacts& m);
+
 // Discretises one control's domain with the machine facts: small integer ranges whole, large
 // ones as powers of two plus both ends and the default, sets and enums as written, bools both
 // ways. Returns false (and says why in `why`) for a control that cannot be searched.
