@@ -1,6 +1,7 @@
 // `syspilot eval`: measure the scenarios' tables, replay tuners side by side over them (or run
 // live trials), write the Markdown/SVG report and print the summary table.
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -16,6 +17,7 @@ namespace {
 
 struct EvalArgs {
   bool measure = false, replay = false, live = false, reanalyse = false, docs = false, check = false;
+  bool as_measured = false;
   std::string root;
   std::vector<std::string> scenarios;
   std::vector<int> budgets = {5, 10, 20, 50};
@@ -50,6 +52,9 @@ int run_measure(const EvalArgs& a) {
   std::filesystem::create_directories(dir);
   int failed = 0;
   for (const auto& s : selected(a)) {
+    // A table holds the space of the machine it was measured on; SYSPILOT_NCPUS builds another.
+    if (const char* o = std::getenv("SYSPILOT_NCPUS"); o && *o)
+      throw UsageError("SYSPILOT_NCPUS=" + std::string(o) + " builds the scenarios for another machine: measure without it");
     eval::MeasureOptions o;
     o.repeats = a.repeats;
     o.max_load = a.max_load;
@@ -85,6 +90,7 @@ int run_compare(const EvalArgs& a) {
   o.seeds = a.seeds;
   o.tuners = a.tuners;
   o.live = a.live;
+  o.as_measured = a.as_measured;
   o.progress = [](const std::string& line) { std::cerr << line << "\n"; };
   bool refresh = a.reanalyse;
   auto guidance = [&](const eval::Scenario& s) {
@@ -147,6 +153,8 @@ CommandRegistration reg(70, [](CLI::App& app, Context& ctx) {
   cmd->add_option("--repeats", args->repeats, "With --measure: samples per configuration")->check(CLI::Range(1, 50));
   cmd->add_option("--max-load", args->max_load, "With --measure: outside load (cores) above which a run is retried");
   cmd->add_option("--report", args->report, "Write the Markdown report (SVG plots beside it)");
+  cmd->add_flag("--as-measured", args->as_measured,
+                "Replay a table measured on another CPU count with the scenario built for that count");
   cmd->add_flag("--reanalyse", args->reanalyse, "Run the analysis stage again instead of using eval/data/*.analysis.json");
   cmd->add_option("--data", args->data, "Folder of measured tables (default eval/data)");
   cmd->add_option("--scenarios-dir", args->scenario_dir, "Folder of scenarios (default eval/scenarios)");
@@ -159,6 +167,8 @@ CommandRegistration reg(70, [](CLI::App& app, Context& ctx) {
     if (args->measure + args->replay + args->live + args->docs > 1)
       throw UsageError("choose one of --measure, --replay, --live and --docs");
     if ((args->check || !args->root.empty()) && !args->docs) throw UsageError("--check and --root go with --docs");
+    if (args->as_measured && (args->measure || args->live || args->docs))
+      throw UsageError("--as-measured goes with --replay");
     ctx.exit_code = args->measure ? run_measure(*args) : args->docs ? run_docs(*args) : run_compare(*args);
   });
 });

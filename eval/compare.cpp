@@ -36,7 +36,7 @@ Session run_session(const Scenario& s, const Table* table, const std::string& tu
   tuner::StrategyContext ctx;
   ctx.seed = seed;
   ctx.machine = tuner::MachineFacts::detect();
-  if (table && table->machine.count("nproc")) ctx.machine.ncpus = ctx.machine.ncores = std::stoi(table->machine.at("nproc"));
+  ctx.machine.ncpus = ctx.machine.ncores = s.ncpus > 0 ? s.ncpus : ctx.machine.ncpus;  // what the space was built for
   if (tuner_name == "syspilot" && guidance) {
     ctx.guides = guidance->guides;
     out.profiling_runs = guidance->profiling_runs;
@@ -165,14 +165,38 @@ Comparison compare(const std::vector<Scenario>& scenarios, const std::map<std::s
   std::string current = contracts_digest(corpus_dir());
   std::map<std::string, std::set<std::string>> digests;  // per group
   bool any_contract = false;
-  for (const auto& s : scenarios) {
-    auto it = tables.find(s.name);
+  for (const auto& built : scenarios) {
+    auto it = tables.find(built.name);
     if (it == tables.end()) {
-      diags.error({s.name, 0, 0}, "no measured table for this scenario", "eval-no-table",
+      diags.error({built.name, 0, 0}, "no measured table for this scenario", "eval-no-table",
                   "run scripts/eval-measure.sh first");
       continue;
     }
     const Table& t = it->second;
+    // A table measured on another CPU count holds another space: replayed only as measured,
+    // with the scenario built for the table's machine.
+    Scenario s = built;
+    auto n = t.machine.find("ncpus");  // tables before it was recorded: the online CPUs
+    if (n == t.machine.end()) n = t.machine.find("nproc");
+    if (n != t.machine.end() && s.ncpus > 0 && n->second != std::to_string(s.ncpus)) {
+      int cpus = std::atoi(n->second.c_str());
+      if (!o.as_measured || cpus < 1) {
+        diags.error({s.name, 0, 0},
+                    "the table was measured on " + n->second + " CPUs; the scenario builds its space for " +
+                        std::to_string(s.ncpus) + " here",
+                    "eval-machine-differs", "measure it on this machine, or replay it as measured (--as-measured)");
+        continue;
+      }
+      tuner::MachineFacts m = tuner::MachineFacts::detect();
+      m.ncpus = m.ncores = cpus;
+      try {
+        build_for(s, m);
+      } catch (const std::exception& e) {
+        diags.error({s.name, 0, 0}, std::string("cannot build the scenario as measured: ") + e.what(), "eval-scenario-json",
+                    "see docs/eval.md for the scenario.json fields");
+        continue;
+      }
+    }
     if (!t.args.empty() && t.args != s.args) {
       diags.error({s.name, 0, 0}, "the table was measured with other arguments than the scenario now gives",
                   "eval-args-changed", "measure the scenario again (scripts/eval-measure.sh --scenario " + s.name + ")");

@@ -24,6 +24,10 @@ struct ControlSpec {
   std::string library;              // contract name it belongs to
   std::string kind = "env";         // env | api (through the eval preload shim) | preload (LD_PRELOAD a library)
   std::vector<std::string> values;  // "" first when the unset state is part of the space
+  // As scenario.json writes them, before build_for(): values may hold "{=EXPR}", and `ladder`
+  // (an expression, "" for none) adds the machine's thread counts up to its value.
+  std::vector<std::string> written;
+  std::string ladder;
 };
 
 // A scenario as eval/scenarios/<name>/scenario.json describes it.
@@ -42,6 +46,11 @@ struct Scenario {
   // freeze named in eval/freeze.json, and never used to change a rule or the strategy.
   std::string group = "dev";
   std::string readme;                 // the README line: what a user wrote and why it contends
+  // The machine the values, arguments and default were built for (build_for), and the
+  // arguments and default as written.
+  int ncpus = 0;
+  std::vector<std::string> written_args;
+  Config written_default;
 };
 
 // eval/scenarios in the source tree (SYSPILOT_EVAL_SCENARIOS overrides).
@@ -70,8 +79,19 @@ struct Freeze {
 // file gives an empty commit.
 Freeze load_freeze(const std::string& path = {});
 
-// Reads every scenario.json under `dir`, sorted by name. Problems go to diags (file:line unknown).
+// Reads every scenario.json under `dir`, sorted by name, built for this machine (MachineFacts::
+// detect(), so SYSPILOT_NCPUS stands in for the CPU count) or for `m`. Problems go to diags
+// (file:line unknown).
 std::vector<Scenario> load_scenarios(const std::string& dir, Diagnostics& diags);
+std::vector<Scenario> load_scenarios(const std::string& dir, Diagnostics& diags, const tuner::MachineFacts& m);
+
+// Builds a scenario's space, arguments and default for machine `m` from what scenario.json
+// wrote: "{=EXPR}" inside a value, an argument or a default becomes EXPR evaluated over the
+// machine facts (ncpus, ncores, nnuma, ngpus, mem_total) by LPCL's evaluator, a whole number;
+// a control's "ladder": "EXPR" appends the thread counts 1, 2, 4, ..., ncpus, 2 x ncpus up to
+// EXPR (tuner::thread_ladder, the ladder contracts' thread counts get) to its listed values.
+// Repeated values are dropped. Throws std::invalid_argument naming what does not evaluate.
+void build_for(Scenario& s, const tuner::MachineFacts& m);
 
 // Every configuration of the scenario's space (cross product; "" values are left out of the
 // Config), in a fixed order. The user's default is one of them.
@@ -199,6 +219,9 @@ struct CompareOptions {
   int seeds = 20;
   std::vector<std::string> tuners;  // empty: all
   bool live = false;                // real trials instead of replay (spot check)
+  // Replay a table measured on another CPU count with the scenario built for that count
+  // (its space as measured); otherwise such a table is refused.
+  bool as_measured = false;
   std::function<void(const std::string&)> progress;
 };
 

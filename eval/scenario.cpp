@@ -1,6 +1,7 @@
 // Scenarios: reading eval/scenarios/*/scenario.json, their configuration spaces, the tuners'
 // view of those spaces, and the child environment a configuration becomes.
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +10,7 @@
 
 #include "eval/eval.h"
 #include "tuner/run.h"
+#include "tuner/space.h"
 
 namespace syspilot::eval {
 
@@ -34,6 +36,10 @@ std::string data_dir() { return env_or("SYSPILOT_EVAL_DATA", std::string(checkou
 std::string corpus_dir() { return env_or("SYSPILOT_CORPUS_DIR", std::string(checkout_dir()) + "/corpus"); }
 
 std::vector<Scenario> load_scenarios(const std::string& dir, Diagnostics& diags) {
+  return load_scenarios(dir, diags, tuner::MachineFacts::detect());
+}
+
+std::vector<Scenario> load_scenarios(const std::string& dir, Diagnostics& diags, const tuner::MachineFacts& m) {
   std::vector<Scenario> out;
   std::error_code ec;
   std::vector<fs::path> files;
@@ -57,15 +63,18 @@ std::vector<Scenario> load_scenarios(const std::string& dir, Diagnostics& diags)
       s.name = j.at("name").get<std::string>();
       s.dir = f.parent_path().string();
       s.program = j.at("program").get<std::string>();
-      s.args = j.value("args", std::vector<std::string>{});
+      s.written_args = j.value("args", std::vector<std::string>{});
       s.libraries = j.value("libraries", std::vector<std::string>{});
-      s.user_default = j.value("default", Config{});
+      s.written_default = j.value("default", Config{});
       for (const auto& c : j.at("space")) {
-        ControlSpec cs{c.at("control"), c.value("library", ""), c.value("kind", "env"), c.at("values")};
-        if (cs.values.empty() || (cs.kind != "env" && cs.kind != "api" && cs.kind != "preload"))
-          throw std::invalid_argument("control " + cs.name + ": needs values and kind env|api|preload");
+        ControlSpec cs{c.at("control"), c.value("library", ""), c.value("kind", "env"), {}};
+        cs.written = c.value("values", std::vector<std::string>{});
+        cs.ladder = c.value("ladder", std::string());
+        if ((cs.written.empty() && cs.ladder.empty()) || (cs.kind != "env" && cs.kind != "api" && cs.kind != "preload"))
+          throw std::invalid_argument("control " + cs.name + ": needs values (or a ladder) and kind env|api|preload");
         s.space.push_back(std::move(cs));
       }
+      build_for(s, m);
       s.expert = j.value("expert", std::vector<std::string>{});
       s.timeout_s = j.value("timeout_s", 15.0);
       s.negative_control = j.value("negative_control", false);
@@ -83,6 +92,59 @@ std::vector<Scenario> load_scenarios(const std::string& dir, Diagnostics& diags)
     }
   }
   return out;
+}
+
+namespace {
+std::map<std::string, double> machine_names(const tuner::MachineFacts& m) {
+  std::map<std::string, double> names;
+  for (const char* f : {"ncpus", "ncores", "nnuma", "ngpus", "mem_total"}) names[f] = *m.get(f);
+  return names;
+}
+
+// A whole number from an expression over the machine facts, or why not.
+long long whole(const std::string& expr, const std::map<std::string, double>& names) {
+  std::string why;
+  auto v = tuner::evaluate_expr(expr, names, &why);
+  if (!v) throw std::invalid_argument("\"" + expr + "\" does not evaluate over the machine facts" + (why.empty() ? "" : ": " + why));
+  if (!std::isfinite(*v) || std::fabs(*v - std::round(*v)) > 1e-9 || std::fabs(*v) > 1e15)
+    throw std::invalid_argument("\"" + expr + "\" is not a whole number on this machine");
+  return std::llround(*v);
+}
+
+// "{=EXPR}" replaced by its value, as many times as it occurs.
+std::string substitute(const std::string& text, const std::map<std::string, double>& names) {
+  std::string out;
+  size_t at = 0;
+  for (size_t open; (open = text.find("{=", at)) != std::string::npos;) {
+    size_t close = text.find('}', open);
+    if (close == std::string::npos) throw std::invalid_argument("\"" + text + "\": \"{=\" without its \"}\"");
+    out += text.substr(at, open - at) + std::to_string(whole(text.substr(open + 2, close - open - 2), names));
+    at = close + 1;
+  }
+  return out + text.substr(at);
+}
+}  // namespace
+
+void build_for(Scenario& s, const tuner::MachineFacts& m) {
+  auto names = machine_names(m);
+  s.ncpus = m.ncpus;
+  s.args.clear();
+  for (const auto& a : s.written_args) s.args.push_back(substitute(a, names));
+  s.user_default.clear();
+  for (const auto& [k, v] : s.written_default) s.user_default[k] = substitute(v, names);
+  for (auto& c : s.space) {
+    std::vector<std::string> values;
+    auto add = [&](std::string v) {
+      if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(std::move(v));
+    };
+    for (const auto& v : c.written) add(substitute(v, names));
+    if (!c.ladder.empty()) {
+      long long top = whole(c.ladder, names);
+      if (top < 1) throw std::invalid_argument("control " + c.name + ": ladder \"" + c.ladder + "\" is below 1 on this machine");
+      for (double v : tuner::thread_ladder(1, static_cast<double>(top), m)) add(std::to_string(std::llround(v)));
+    }
+    c.values = std::move(values);
+  }
 }
 
 std::vector<std::string> command_line(const Scenario& s) {

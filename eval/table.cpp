@@ -141,6 +141,8 @@ void save_table(const std::string& path, const Table& t) {
 std::map<std::string, std::string> describe_machine() {
   std::map<std::string, std::string> m;
   m["nproc"] = std::to_string(sysconf(_SC_NPROCESSORS_ONLN));
+  // The CPUs this process may run on: what the scenario's space was built for.
+  m["ncpus"] = std::to_string(tuner::MachineFacts::detect().ncpus);
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line;
   while (std::getline(cpuinfo, line))
