@@ -27,11 +27,33 @@ namespace {
 // A scenario with a large default-vs-best effect and short runs.
 const char* const kLiveScenario = "pinning_collision";
 
+Table load_committed(const std::string& name) {
+  Table t;
+  Diagnostics d;
+  EXPECT_TRUE(load_table(data_dir() + "/" + name + ".json", t, d)) << d.str();
+  return t;
+}
+
+// The CPU count a committed table's space was built for.
+int table_cpus(const Table& t) {
+  auto n = t.machine.find("ncpus");
+  if (n == t.machine.end()) n = t.machine.find("nproc");
+  return n == t.machine.end() ? 0 : std::atoi(n->second.c_str());
+}
+
+// The scenarios as their committed tables were measured (built for the tables' CPU count, so
+// that these tests hold on a machine with another count).
 const std::vector<Scenario>& scenarios() {
   static std::vector<Scenario> s = [] {
     Diagnostics d;
     auto v = load_scenarios(scenarios_dir(), d);
     EXPECT_FALSE(d.has_errors()) << d.str();
+    for (auto& sc : v)
+      if (int n = table_cpus(load_committed(sc.name)); n > 0 && n != sc.ncpus) {
+        tuner::MachineFacts m = tuner::MachineFacts::detect();
+        m.ncpus = m.ncores = n;
+        build_for(sc, m);
+      }
     return v;
   }();
   return s;
@@ -47,10 +69,7 @@ const Table& table(const std::string& name) {
   static std::map<std::string, Table> tables;
   auto it = tables.find(name);
   if (it != tables.end()) return it->second;
-  Table t;
-  Diagnostics d;
-  EXPECT_TRUE(load_table(data_dir() + "/" + name + ".json", t, d)) << d.str();
-  return tables[name] = t;
+  return tables[name] = load_committed(name);
 }
 
 std::string read(const std::string& path) {
@@ -658,7 +677,7 @@ TEST(Cli, ReplayPrintsSummaryAndRejectsBadInput) {
   fs::path dir = fs::temp_directory_path() / "syspilot-eval-cli";
   fs::create_directories(dir);
   std::string out = (dir / "out.txt").string();
-  std::string cmd = std::string(SYSPILOT_BINARY) + " eval --replay --scenario " + scenarios().front().name +
+  std::string cmd = std::string(SYSPILOT_BINARY) + " eval --replay --as-measured --scenario " + scenarios().front().name +
                     " --tuner random --tuner expert --seeds 2 --budgets 5,10 --report " + (dir / "r.md").string() +
                     " >" + out + " 2>/dev/null";
   int rc = std::system(cmd.c_str());
@@ -741,4 +760,134 @@ TEST(Live, SpotCheckAgreesWithTheTable) {
   EXPECT_GT(live_ratio, table_ratio / (1 + std::max(spread, 0.25)))
       << "live default/best " << live_ratio << " vs table " << table_ratio;
   EXPECT_LT(live_ratio, table_ratio * (1 + std::max(spread, 0.25)));
+}
+
+// The scenario files build each machine's space: the committed thread counts are the measured
+// values on the tables' CPU count and scale with the CPUs elsewhere; no "{=" is left.
+TEST(Scenarios, SpacesAreBuiltForTheMachine) {
+  auto on = [](int cpus) {
+    tuner::MachineFacts m = tuner::MachineFacts::detect();
+    m.ncpus = m.ncores = cpus;
+    Diagnostics d;
+    auto v = load_scenarios(scenarios_dir(), d, m);
+    EXPECT_FALSE(d.has_errors()) << d.str();
+    std::map<std::string, Scenario> by;
+    for (auto& s : v) by[s.name] = s;
+    return by;
+  };
+  auto values = [](const Scenario& s, const std::string& control) {
+    for (const auto& c : s.space)
+      if (c.name == control) return c.values;
+    return std::vector<std::string>{};
+  };
+  auto two = on(2), sixteen = on(16), sixty_four = on(64);
+  ASSERT_EQ(two.size(), scenarios().size());
+  for (const auto& s : scenarios()) {
+    if (table_cpus(table(s.name)) != 2) continue;
+    SCOPED_TRACE(s.name);
+    const Scenario& b = two.at(s.name);
+    EXPECT_EQ(b.ncpus, 2);
+    EXPECT_EQ(b.args, table(s.name).args);
+    for (const auto& c : enumerate(b)) EXPECT_TRUE(table(s.name).find(normalise(b, c))) << tuner::to_string(c);
+  }
+  for (const auto* by : {&two, &sixteen, &sixty_four})
+    for (const auto& [name, s] : *by) {
+      for (const auto& c : s.space)
+        for (const auto& v : c.values) EXPECT_EQ(v.find("{="), std::string::npos) << name << " " << c.name << "=" << v;
+      for (const auto& [k, v] : s.user_default) EXPECT_EQ(v.find("{="), std::string::npos) << name << " " << k;
+    }
+  EXPECT_EQ(values(two.at("gomp_spin_beside_tbb"), "OMP_NUM_THREADS"), (std::vector<std::string>{"", "1", "4"}));
+  EXPECT_EQ(values(sixteen.at("gomp_spin_beside_tbb"), "OMP_NUM_THREADS"), (std::vector<std::string>{"", "1", "32"}));
+  EXPECT_EQ(values(sixteen.at("openblas_pthreads_in_omp"), "OPENBLAS_NUM_THREADS"),
+            (std::vector<std::string>{"", "1", "16", "32"}));
+  EXPECT_EQ(sixteen.at("blis_in_tbb").user_default.at("BLIS_NUM_THREADS"), "16");
+  EXPECT_EQ(values(sixty_four.at("xz_cli_beside_numpy_pool"), "XZ_DEFAULTS"), (std::vector<std::string>{"", "-T0", "-T64"}));
+  EXPECT_EQ(values(sixty_four.at("malloc_arenas"), "MALLOC_ARENA_MAX"), (std::vector<std::string>{"", "1", "64", "256"}));
+  // A value that is no thread count stays as written.
+  EXPECT_EQ(values(sixty_four.at("gomp_spin_beside_tbb"), "GOMP_SPINCOUNT"), values(two.at("gomp_spin_beside_tbb"), "GOMP_SPINCOUNT"));
+}
+
+// "ladder" and "{=EXPR}" on a scenario written here, for 2, 12, 16 and 64 CPUs; expressions that
+// do not give a whole number are errors that name them, and the other scenarios still load.
+TEST(Scenarios, LaddersAndExpressionsFollowTheCpuCount) {
+  fs::path dir = fs::temp_directory_path() / ("syspilot-eval-ladder-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  for (const char* n : {"ok", "frac", "unknown", "open"}) fs::create_directories(dir / n);
+  std::ofstream(dir / "ok" / "scenario.json") << R"({"name": "ok", "program": "p", "args": ["{=100*ncpus}", "x{=ncpus/2}y"],
+      "default": {"T": "{=ncpus}"},
+      "space": [{"control": "T", "values": [""], "ladder": "2*ncpus"},
+                {"control": "U", "values": ["", "1", "{=ncpus}"], "ladder": "ncpus/2"}]})";
+  std::ofstream(dir / "frac" / "scenario.json")
+      << R"({"name": "frac", "program": "p", "space": [{"control": "T", "values": ["{=ncpus/3}"]}]})";
+  std::ofstream(dir / "unknown" / "scenario.json")
+      << R"({"name": "unknown", "program": "p", "space": [{"control": "T", "values": [""], "ladder": "2*cores"}]})";
+  std::ofstream(dir / "open" / "scenario.json")
+      << R"({"name": "open", "program": "p", "args": ["{=ncpus"], "space": [{"control": "T", "values": [""]}]})";
+  struct Want {
+    int cpus;
+    std::vector<std::string> t, u, args;
+    std::string dflt;
+  };
+  for (const Want& w : {Want{2, {"", "1", "2", "4"}, {"", "1", "2"}, {"200", "x1y"}, "2"},
+                        Want{12, {"", "1", "2", "4", "8", "12", "16", "24"}, {"", "1", "12", "2", "4"}, {"1200", "x6y"}, "12"},
+                        Want{16, {"", "1", "2", "4", "8", "16", "32"}, {"", "1", "16", "2", "4", "8"}, {"1600", "x8y"}, "16"},
+                        Want{64, {"", "1", "2", "4", "8", "16", "32", "64", "128"}, {"", "1", "64", "2", "4", "8", "16", "32"},
+                             {"6400", "x32y"}, "64"}}) {
+    SCOPED_TRACE(w.cpus);
+    tuner::MachineFacts m;
+    m.ncpus = m.ncores = w.cpus;
+    Diagnostics d;
+    auto v = load_scenarios(dir.string(), d, m);
+    ASSERT_EQ(v.size(), w.cpus % 3 == 0 ? 2u : 1u) << d.str();  // ncpus/3 is whole on 12 CPUs
+    const Scenario& s = v.front().name == "ok" ? v.front() : v.back();
+    EXPECT_EQ(s.space[0].values, w.t);
+    EXPECT_EQ(s.space[1].values, w.u);
+    EXPECT_EQ(s.args, w.args);
+    EXPECT_EQ(s.user_default.at("T"), w.dflt);
+    EXPECT_EQ(s.ncpus, w.cpus);
+    if (w.cpus % 3 != 0) EXPECT_NE(d.str().find("\"ncpus/3\" is not a whole number"), std::string::npos) << d.str();
+    EXPECT_NE(d.str().find("\"2*cores\" does not evaluate"), std::string::npos) << d.str();
+    EXPECT_NE(d.str().find("without its \"}\""), std::string::npos) << d.str();
+  }
+  fs::remove_all(dir);
+}
+
+// A table holds the space of the CPU count it was measured on: replayed for a scenario built
+// for another count it is refused, and replayed as measured it runs, as from the CLI.
+TEST(Replay, ATableFromAnotherCpuCountIsReplayedOnlyAsMeasured) {
+  const Scenario& measured = scenario(kLiveScenario);
+  const Table& t = table(kLiveScenario);
+  int cpus = table_cpus(t);
+  ASSERT_GT(cpus, 0);
+  Scenario other = measured;
+  tuner::MachineFacts m = tuner::MachineFacts::detect();
+  m.ncpus = m.ncores = cpus * 8;
+  build_for(other, m);
+  std::map<std::string, Table> tables{{measured.name, t}};
+  CompareOptions o;
+  o.budgets = {5};
+  o.seeds = 2;
+  o.tuners = {"random"};
+  Diagnostics d;
+  Comparison refused = compare({other}, tables, o, {}, d);
+  EXPECT_TRUE(refused.scenarios.empty());
+  EXPECT_NE(d.str().find("eval-machine-differs"), std::string::npos) << d.str();
+  EXPECT_NE(d.str().find("measured on " + std::to_string(cpus) + " CPUs"), std::string::npos) << d.str();
+  o.as_measured = true;
+  Diagnostics d2;
+  Comparison replayed = compare({other}, tables, o, {}, d2);
+  EXPECT_FALSE(d2.has_errors()) << d2.str();
+  ASSERT_EQ(replayed.scenarios.size(), 1u);
+  Diagnostics d3;
+  Comparison same = compare({measured}, tables, o, {}, d3);
+  ASSERT_EQ(same.scenarios.size(), 1u);
+  EXPECT_EQ(replayed.scenarios[0].sessions[0].best_by_run, same.scenarios[0].sessions[0].best_by_run);
+
+  if (!fs::exists(SYSPILOT_BINARY)) return;
+  std::string base = "SYSPILOT_NCPUS=" + std::to_string(cpus * 8) + " " + SYSPILOT_BINARY + " eval --scenario " +
+                     measured.name + " --tuner random --seeds 1 --budgets 5";
+  EXPECT_EQ(WEXITSTATUS(std::system((base + " --replay >/dev/null 2>&1").c_str())), 1);
+  EXPECT_EQ(WEXITSTATUS(std::system((base + " --replay --as-measured >/dev/null 2>&1").c_str())), 0);
+  EXPECT_EQ(WEXITSTATUS(std::system((base + " --measure >/dev/null 2>&1").c_str())), 2);
+  EXPECT_EQ(WEXITSTATUS(std::system((base + " --live --as-measured >/dev/null 2>&1").c_str())), 2);
 }
