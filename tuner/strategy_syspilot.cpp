@@ -176,9 +176,15 @@ class GuidedSearch : public Strategy {
   // values (times, or negated metrics when maximising). Each remedy removes one cause: where
   // two causes add up, so do the remedies.
   std::optional<Config> union_of_best(const std::vector<Trial>& history, const std::set<Config>& seen) const {
+    // Only what helped: faster than the reference (the default) beyond the noise.
+    const Trial* reference = nullptr;
+    for (const auto& t : history)
+      if (t.m.ok && canonical(t.config).empty()) reference = &t;
+    double noise = noise_of(history);
     std::vector<const Trial*> best;
     for (const auto& t : history)
       if (t.m.ok && !canonical(t.config).empty() &&
+          (!reference || t.m.value < reference->m.value * (1 - noise)) &&
           std::none_of(best.begin(), best.end(), [&](const Trial* b) { return canonical(b->config) == canonical(t.config); }))
         best.push_back(&t);
     std::sort(best.begin(), best.end(), [](const Trial* a, const Trial* b) { return a->m.value < b->m.value; });
@@ -299,9 +305,18 @@ class GuidedSearch : public Strategy {
     std::uniform_real_distribution<double> jitter(0, noise);
     const Config* pick = nullptr;
     double best = 0;
+    // Guided, a jump is taken only where the model says it pays: each control changed from the
+    // incumbent beyond two costs the noise, so few controls change at a time unless the
+    // measured effects outweigh that.
+    const Trial* from = guided_ ? incumbent(history) : nullptr;
     for (const auto& c : cand) {
       double pred = jitter(rng_);
       for (const auto& p : space_.params) pred += effect(p.name, space_.value(c, p.name));
+      if (from) {
+        int moves = 0;
+        for (const auto& p : space_.params) moves += space_.value(c, p.name) != space_.value(from->config, p.name);
+        pred += noise * std::max(0, moves - 2);
+      }
       if (!pick || pred < best) pick = &c, best = pred;
     }
     return *pick;
