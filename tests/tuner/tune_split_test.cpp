@@ -344,3 +344,38 @@ TEST(TuneSplits, AHypothesisControlsAreTriedTogether) {
     }
   }
 }
+
+// On a landscape where nothing the model has measured pays for a jump, a guided search changes
+// few controls at a time: no proposal sets more than three of nine controls, though the model's
+// candidates over the whole space set six on average.
+TEST(TuneSplits, FewControlsChangeAtATimeUnlessTheModelSaysOtherwise) {
+  struct Flat : Objective {
+    Measurement evaluate(const Config&) override { return one_run(1.0); }
+  } obj;
+  Space s;
+  for (int i = 0; i < 9; ++i) {
+    Param p;
+    p.name = "C" + std::to_string(i);
+    p.values = {"a", "b", "c"};
+    p.default_value = "a";
+    s.params.push_back(p);
+  }
+  StrategyContext ctx;
+  ctx.machine = cpus(2);
+  Guide g;
+  g.id = "spin_interference:a>b";
+  g.kind = "spin_interference";
+  g.controls = {"C0", "C1"};
+  g.remedies = {{{"C0", "b"}}};
+  ctx.guides = {g};
+  for (std::uint64_t seed : {1, 2, 3}) {
+    ctx.seed = seed;
+    auto st = make_strategy("syspilot", s, ctx);
+    TuneOptions o;
+    o.budget = 60;
+    o.max_repeats = 1;
+    TuneResult r = tune(*st, obj, o);
+    EXPECT_EQ(r.runs, 60);
+    for (const auto& t : r.trials) EXPECT_LE(t.config.size(), 3u) << "seed " << seed << ": " << to_string(t.config);
+  }
+}
