@@ -18,6 +18,7 @@ namespace {
 struct EvalArgs {
   bool measure = false, replay = false, live = false, reanalyse = false, docs = false, check = false;
   bool as_measured = false;
+  int draw_analyses = 0;
   std::string root;
   std::vector<std::string> scenarios;
   std::vector<int> budgets = {5, 10, 20, 50};
@@ -70,6 +71,25 @@ int run_measure(const EvalArgs& a) {
   return failed ? kFindings : kOk;
 }
 
+// Analysis draws 1..N of each scenario, measured like a table's samples (resumable).
+int run_draws(const EvalArgs& a) {
+  int failed = 0;
+  for (const auto& s : selected(a)) {
+    Diagnostics d;
+    auto draws = eval::draw_analyses(s, a.draw_analyses, a.reanalyse, d);
+    d.print(std::cerr);
+    if (static_cast<int>(draws.size()) < a.draw_analyses) ++failed;
+    std::map<std::string, int> confirmed;
+    for (const auto& g : draws)
+      for (const auto& h : g.confirmed) ++confirmed[h];
+    std::cout << s.name << ": " << draws.size() << " draws;";
+    if (confirmed.empty()) std::cout << " nothing confirmed";
+    for (const auto& [h, n] : confirmed) std::cout << " " << h << " " << n << "/" << draws.size();
+    std::cout << "\n";
+  }
+  return failed ? kFindings : kOk;
+}
+
 int run_compare(const EvalArgs& a) {
   std::string dir = a.data.empty() ? eval::data_dir() : a.data;
   auto scenarios = selected(a);
@@ -93,13 +113,16 @@ int run_compare(const EvalArgs& a) {
   o.as_measured = a.as_measured;
   o.progress = [](const std::string& line) { std::cerr << line << "\n"; };
   bool refresh = a.reanalyse;
+  // Every stored analysis draw (seed k replays with draw k mod n); --reanalyse draws one afresh.
   auto guidance = [&](const eval::Scenario& s) {
     Diagnostics d;
-    eval::Guidance g = eval::analyse(s, refresh, d);
+    std::vector<eval::Guidance> draws;
+    if (!refresh) draws = eval::analysis_draws(s, d);
+    if (draws.empty()) draws.push_back(eval::analyse(s, refresh, d));
     d.print(std::cerr);
-    return g;
+    return draws;
   };
-  eval::Comparison c = eval::compare(scenarios, tables, o, guidance, diags);
+  eval::Comparison c = eval::compare_draws(scenarios, tables, o, guidance, diags);
   diags.print(std::cerr);
   c.freeze = eval::load_freeze();
   if (!a.report.empty()) {
@@ -155,6 +178,9 @@ CommandRegistration reg(70, [](CLI::App& app, Context& ctx) {
   cmd->add_option("--report", args->report, "Write the Markdown report (SVG plots beside it)");
   cmd->add_flag("--as-measured", args->as_measured,
                 "Replay a table measured on another CPU count with the scenario built for that count");
+  cmd->add_option("--draw-analyses", args->draw_analyses,
+                  "Store N analysis draws per scenario (live; resumable, --reanalyse draws them all again)")
+      ->check(CLI::Range(1, 50));
   cmd->add_flag("--reanalyse", args->reanalyse, "Run the analysis stage again instead of using eval/data/*.analysis.json");
   cmd->add_option("--data", args->data, "Folder of measured tables (default eval/data)");
   cmd->add_option("--scenarios-dir", args->scenario_dir, "Folder of scenarios (default eval/scenarios)");
@@ -164,12 +190,16 @@ CommandRegistration reg(70, [](CLI::App& app, Context& ctx) {
   cmd->add_flag("--check", args->check, "With --docs: write nothing; exit 1 when a document differs from the data");
   cmd->add_option("--root", args->root, "With --docs: the checkout whose documents are written (default this one)");
   cmd->callback([args, &ctx] {
-    if (args->measure + args->replay + args->live + args->docs > 1)
-      throw UsageError("choose one of --measure, --replay, --live and --docs");
+    bool draws = args->draw_analyses > 0;
+    if (args->measure + args->replay + args->live + args->docs + draws > 1)
+      throw UsageError("choose one of --measure, --replay, --live, --docs and --draw-analyses");
     if ((args->check || !args->root.empty()) && !args->docs) throw UsageError("--check and --root go with --docs");
     if (args->as_measured && (args->measure || args->live || args->docs))
       throw UsageError("--as-measured goes with --replay");
-    ctx.exit_code = args->measure ? run_measure(*args) : args->docs ? run_docs(*args) : run_compare(*args);
+    ctx.exit_code = args->measure ? run_measure(*args)
+                    : args->docs  ? run_docs(*args)
+                    : draws       ? run_draws(*args)
+                                  : run_compare(*args);
   });
 });
 

@@ -155,6 +155,13 @@ Session run_session(const Scenario& s, const Table* table, const std::string& tu
 
 Comparison compare(const std::vector<Scenario>& scenarios, const std::map<std::string, Table>& tables,
                    const CompareOptions& o, const GuidanceSource& guidance, Diagnostics& diags) {
+  DrawsSource one;
+  if (guidance) one = [&](const Scenario& s) { return std::vector<Guidance>{guidance(s)}; };
+  return compare_draws(scenarios, tables, o, one, diags);
+}
+
+Comparison compare_draws(const std::vector<Scenario>& scenarios, const std::map<std::string, Table>& tables,
+                         const CompareOptions& o, const DrawsSource& guidance, Diagnostics& diags) {
   Comparison c;
   c.budgets = o.budgets;
   std::sort(c.budgets.begin(), c.budgets.end());
@@ -218,10 +225,18 @@ Comparison compare(const std::vector<Scenario>& scenarios, const std::map<std::s
     r.noise = t.noise();
     r.negative_control = s.negative_control;
     r.group = s.group;
-    Guidance g;
+    std::vector<Guidance> draws;
     bool want_guides = std::find(tuners.begin(), tuners.end(), "syspilot") != tuners.end();
-    if (want_guides && guidance) g = guidance(s);
-    r.guides_note = g.note;
+    if (want_guides && guidance) draws = guidance(s);
+    if (want_guides && !draws.empty()) {
+      r.draws = static_cast<int>(draws.size());
+      for (const auto& d : draws) {
+        for (const auto& h : d.hypotheses) ++r.confirmations[h].first;
+        for (const auto& h : d.confirmed) ++r.confirmations[h].second;
+      }
+    }
+    if (draws.empty()) draws.emplace_back();
+    r.guides_note = draws.front().note;
     // Replayed sessions are independent and deterministic per (tuner, seed): they run on every
     // core (the Optuna bridges are processes of their own), in the order they are reported.
     // Live sessions run one at a time: two at once would contend with each other.
@@ -232,7 +247,12 @@ Comparison compare(const std::vector<Scenario>& scenarios, const std::map<std::s
     std::atomic<size_t> next_job{0};
     auto work = [&] {
       for (size_t k; (k = next_job++) < jobs.size();)
-        r.sessions[k] = run_session(s, &t, jobs[k].first, static_cast<std::uint64_t>(jobs[k].second), max_runs, o.live, &g);
+      {
+        size_t draw = static_cast<size_t>(jobs[k].second - 1) % draws.size();
+        r.sessions[k] = run_session(s, &t, jobs[k].first, static_cast<std::uint64_t>(jobs[k].second), max_runs, o.live,
+                                    &draws[draw]);
+        r.sessions[k].draw = static_cast<int>(draw);
+      }
     };
     if (o.progress) o.progress(s.name + ": " + std::to_string(jobs.size()) + " sessions");
     unsigned workers = o.live ? 1 : std::max(1u, std::min(4u, std::thread::hardware_concurrency()));

@@ -240,6 +240,7 @@ struct Session {
   int probe_runs = 0;               // profiling runs of other configurations (the analysis' probes)
   double tuning_seconds = 0;        // application time (measured or replayed) + tuner overhead
   std::string stop_reason;
+  int draw = 0;                     // the analysis draw syspilot's session replayed with (0-based)
   std::string error;                // the tuner could not run ("" when it did)
   Config best;
 };
@@ -254,7 +255,10 @@ struct ScenarioResult {
   double noise = 0;
   bool negative_control = false;
   std::string group = "dev";
-  std::string guides_note;          // what the analysis gave the syspilot tuner
+  std::string guides_note;          // what the analysis gave the syspilot tuner (the first draw)
+  int draws = 0;                    // analysis draws the syspilot sessions replayed with
+  // Per hypothesis id: in how many draws it was derived, and confirmed.
+  std::map<std::string, std::pair<int, int>> confirmations;
   std::vector<Session> sessions;
 };
 
@@ -287,8 +291,13 @@ struct Guidance {
   };
   std::vector<Probe> probes;
   std::string note;
+  // The hypotheses the analysis derived and those it confirmed (ids); an analysis stored before
+  // they were recorded gives its guides' ids for both.
+  std::vector<std::string> hypotheses, confirmed;
 };
 using GuidanceSource = std::function<Guidance(const Scenario&)>;
+// Every stored analysis draw of a scenario, first draw first (empty: none).
+using DrawsSource = std::function<std::vector<Guidance>(const Scenario&)>;
 
 // The analysis stage on a scenario (composition from its binary and source, hypotheses from
 // the corpus, a profile of the user's default): the confirmed hypotheses as guides, limited to
@@ -296,8 +305,19 @@ using GuidanceSource = std::function<Guidance(const Scenario&)>;
 // that replays are reproducible; `refresh` analyses again (live runs).
 Guidance analyse(const Scenario& s, bool refresh, Diagnostics& diags);
 
+// Analysis draws: the analysis is a measurement (its verdicts rest on timed runs), so it is
+// drawn several times like a table's samples. Draw 1 is <data>/<name>.analysis.json, draw K > 1
+// <data>/<name>.analysis-K.json. analysis_draws() reads the stored draws 1, 2, ... up to the
+// first missing one; draw_analyses() runs the analysis live for each of draws 1..n not stored
+// yet (resumable; `refresh` draws them all again) and returns them all.
+std::vector<Guidance> analysis_draws(const Scenario& s, Diagnostics& diags);
+std::vector<Guidance> draw_analyses(const Scenario& s, int n, bool refresh, Diagnostics& diags);
+
 Comparison compare(const std::vector<Scenario>& scenarios, const std::map<std::string, Table>& tables,
                    const CompareOptions& o, const GuidanceSource& guidance, Diagnostics& diags);
+// The same with several analysis draws per scenario: seed k replays with draw (k - 1) mod n.
+Comparison compare_draws(const std::vector<Scenario>& scenarios, const std::map<std::string, Table>& tables,
+                         const CompareOptions& o, const DrawsSource& draws, Diagnostics& diags);
 
 // ---- metrics and report ----------------------------------------------------------------------
 

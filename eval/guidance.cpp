@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <stdexcept>
 #include <sstream>
 
 #include "eval/eval.h"
@@ -15,10 +16,6 @@
 
 namespace syspilot::eval {
 
-namespace {
-// The analysis stage, when the tuner library has it (SYSPILOT_EVAL_HAVE_ANALYSIS).
-bool analyse_live(const Scenario& s, Guidance& g, Diagnostics& diags);
-}  // namespace
 
 // A remedy value the table did not measure (a threshold the rule computes, say) cannot be
 // replayed as such. The table's values of a numeric control are a sample of its domain, so a
@@ -81,27 +78,49 @@ static void keep_measured_values(const Scenario& s, Guidance& g) {
   }
 }
 
-Guidance analyse(const Scenario& s, bool refresh, Diagnostics& diags) {
-  std::string path = data_dir() + "/" + s.name + ".analysis.json";
-  Guidance g;
-  if (!refresh && std::filesystem::exists(path)) {
-    std::ifstream in(path);
-    auto j = nlohmann::json::parse(in, nullptr, false);
-    if (j.is_object()) {
-      g.guides = tuner::guides_from_json(j.value("guides", nlohmann::json::array()).dump());
-      g.profiling_runs = j.value("profiling_runs", 0);
-      g.default_runs = std::min(g.profiling_runs, j.value("default_runs", 0));
-      for (const auto& p : j.value("probes", nlohmann::json::array()))
-        if (p.is_object() && p.value("env", nlohmann::json()).is_object())
-          g.probes.push_back({p["env"].get<Config>(), p.value("runs", 0)});
-      g.note = j.value("note", "");
-      keep_measured_values(s, g);
-      describe_reuse(s, g);
-      return g;
-    }
+namespace {
+std::string draw_path(const Scenario& s, int k) {
+  return data_dir() + "/" + s.name + (k == 1 ? std::string(".analysis.json") : ".analysis-" + std::to_string(k) + ".json");
+}
+
+// One stored draw, as the analysis wrote it (before keep_measured_values). False when the file
+// is absent, or unreadable (a warning then).
+bool read_draw(const std::string& path, Guidance& g, Diagnostics& diags) {
+  if (!std::filesystem::exists(path)) return false;
+  std::ifstream in(path);
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (!j.is_object()) {
     diags.warning({path, 0, 0}, "unreadable analysis; analysing again", "eval-bad-analysis");
+    return false;
   }
-  if (!analyse_live(s, g, diags)) return g;
+  try {
+    g.guides = tuner::guides_from_json(j.value("guides", nlohmann::json::array()).dump());
+    g.profiling_runs = j.value("profiling_runs", 0);
+    g.default_runs = std::min(g.profiling_runs, j.value("default_runs", 0));
+    for (const auto& p : j.value("probes", nlohmann::json::array()))
+      if (p.is_object() && p.value("env", nlohmann::json()).is_object())
+        g.probes.push_back({p["env"].get<Config>(), p.value("runs", 0)});
+    g.note = j.value("note", "");
+    if (j.contains("hypotheses") && j["hypotheses"].is_array()) {
+      for (const auto& h : j["hypotheses"]) {
+        std::string id = h.value("id", "");
+        if (id.empty()) continue;
+        g.hypotheses.push_back(id);
+        if (h.value("verdict", "") == "confirmed") g.confirmed.push_back(id);
+      }
+    } else {
+      for (const auto& guide : g.guides) g.hypotheses.push_back(guide.id), g.confirmed.push_back(guide.id);
+    }
+  } catch (const std::exception& e) {
+    diags.warning({path, 0, 0}, std::string("unreadable analysis (") + e.what() + "); analysing again", "eval-bad-analysis");
+    g = Guidance{};
+    return false;
+  }
+  return true;
+}
+
+void write_draw(const Scenario& s, const std::string& path, const Guidance& g,
+                const std::vector<std::pair<std::string, std::string>>& verdicts) {
   nlohmann::json j;
   j["scenario"] = s.name;
   j["guides"] = nlohmann::json::parse(tuner::guides_to_json(g.guides));
@@ -109,18 +128,77 @@ Guidance analyse(const Scenario& s, bool refresh, Diagnostics& diags) {
   j["default_runs"] = g.default_runs;
   j["probes"] = nlohmann::json::array();
   for (const auto& p : g.probes) j["probes"].push_back({{"env", p.env}, {"runs", p.runs}});
+  j["hypotheses"] = nlohmann::json::array();
+  for (const auto& [id, verdict] : verdicts) j["hypotheses"].push_back({{"id", id}, {"verdict", verdict}});
   j["note"] = g.note;
   j["contracts_digest"] = contracts_digest(corpus_dir());
   std::filesystem::create_directories(data_dir());
-  std::ofstream(path) << j.dump(1) << "\n";
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << j.dump(1) << "\n";
+    if (!out) throw std::runtime_error("cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+// The analysis stage, when the tuner library has it (SYSPILOT_EVAL_HAVE_ANALYSIS); the
+// hypotheses' ids and verdicts go to `verdicts`.
+bool analyse_live(const Scenario& s, Guidance& g, std::vector<std::pair<std::string, std::string>>& verdicts,
+                  Diagnostics& diags);
+
+// Draw k: the stored one unless `refresh`, else analysed now and stored.
+bool one_draw(const Scenario& s, int k, bool refresh, Guidance& g, Diagnostics& diags) {
+  std::string path = draw_path(s, k);
+  if (!refresh && read_draw(path, g, diags)) return true;
+  g = Guidance{};
+  std::vector<std::pair<std::string, std::string>> verdicts;
+  if (!analyse_live(s, g, verdicts, diags)) return false;
+  write_draw(s, path, g, verdicts);
+  for (const auto& [id, verdict] : verdicts) {
+    g.hypotheses.push_back(id);
+    if (verdict == "confirmed") g.confirmed.push_back(id);
+  }
+  return true;
+}
+}  // namespace
+
+Guidance analyse(const Scenario& s, bool refresh, Diagnostics& diags) {
+  Guidance g;
+  if (!one_draw(s, 1, refresh, g, diags)) return g;
   keep_measured_values(s, g);
   describe_reuse(s, g);
   return g;
 }
 
+std::vector<Guidance> analysis_draws(const Scenario& s, Diagnostics& diags) {
+  std::vector<Guidance> out;
+  for (int k = 1; k <= 1000; ++k) {
+    Guidance g;
+    if (!read_draw(draw_path(s, k), g, diags)) break;
+    keep_measured_values(s, g);
+    describe_reuse(s, g);
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+std::vector<Guidance> draw_analyses(const Scenario& s, int n, bool refresh, Diagnostics& diags) {
+  std::vector<Guidance> out;
+  for (int k = 1; k <= n; ++k) {
+    Guidance g;
+    if (!one_draw(s, k, refresh, g, diags)) break;
+    keep_measured_values(s, g);
+    describe_reuse(s, g);
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
 namespace {
 #if SYSPILOT_EVAL_HAVE_ANALYSIS
-bool analyse_live(const Scenario& s, Guidance& g, Diagnostics& diags) {
+bool analyse_live(const Scenario& s, Guidance& g, std::vector<std::pair<std::string, std::string>>& verdicts,
+                  Diagnostics& diags) {
   Environment env = environment(s, {});
   tuner::AnalyzeOptions opts;
   opts.profile.run.argv = command_line(s);
@@ -158,8 +236,10 @@ bool analyse_live(const Scenario& s, Guidance& g, Diagnostics& diags) {
   std::ostringstream note;
   int confirmed = 0;
   std::set<std::string> kinds;
-  for (const auto& h : a.hypotheses)
+  for (const auto& h : a.hypotheses) {
+    verdicts.emplace_back(h.id, tuner::to_string(h.verdict));
     if (h.verdict == tuner::Verdict::Confirmed) ++confirmed, kinds.insert(h.kind);
+  }
   note << a.composition.contracts.size() << " contracts composed, " << a.hypotheses.size() << " hypotheses, "
        << confirmed << " confirmed (";
   for (const auto& k : kinds) note << (k == *kinds.begin() ? "" : ", ") << k;
@@ -173,7 +253,7 @@ bool analyse_live(const Scenario& s, Guidance& g, Diagnostics& diags) {
   return true;
 }
 #else
-bool analyse_live(const Scenario& s, Guidance& g, Diagnostics& diags) {
+bool analyse_live(const Scenario& s, Guidance& g, std::vector<std::pair<std::string, std::string>>&, Diagnostics&) {
   g.note = "the analysis stage is not built: syspilot searched without guides";
   return false;
 }

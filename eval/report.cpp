@@ -271,6 +271,42 @@ void target_section(std::ostringstream& md, const Comparison& c, const std::stri
 
 }  // namespace
 
+namespace {
+// syspilot's median best at `budget` over the seeds that replayed draw `draw`.
+double median_best_of_draw(const ScenarioResult& r, int budget, int draw) {
+  ScenarioResult one;
+  for (const auto& s : r.sessions)
+    if (s.tuner == "syspilot" && s.draw == draw) one.sessions.push_back(s);
+  return median_best(one, "syspilot", budget);
+}
+
+// Per scenario: how many analysis draws syspilot replayed with, how often each hypothesis was
+// confirmed in them, and syspilot's median best per draw (its spread is the analysis' share of
+// the result's variance).
+void analysis_draws_section(std::ostringstream& md, const Comparison& c) {
+  bool any = false;
+  for (const auto& r : c.scenarios) any = any || r.draws > 0;
+  if (!any || c.budgets.empty()) return;
+  int budget = c.budgets.size() > 1 ? c.budgets[1] : c.budgets[0];
+  md << "## Analysis draws\n\nThe analysis is measured too: its verdicts rest on timed runs. Each scenario's stored "
+        "draws (`syspilot eval --draw-analyses N`) are replayed in turn, seed k with draw k mod n.\n\n"
+     << "| scenario | draws | confirmed (draws) | not confirmed | syspilot @" << budget << " per draw |\n|---|---:|---|---|---|\n";
+  for (const auto& r : c.scenarios) {
+    if (r.draws == 0) continue;
+    std::string yes, no;
+    for (const auto& [id, n] : r.confirmations) {
+      if (n.second > 0) yes += (yes.empty() ? "" : ", ") + id + " " + std::to_string(n.second) + "/" + std::to_string(r.draws);
+      if (n.second < n.first) no += (no.empty() ? "" : ", ") + id + " " + std::to_string(n.first - n.second) + "/" + std::to_string(r.draws);
+    }
+    std::string per;
+    for (int d = 0; d < r.draws; ++d) per += (d ? " / " : "") + rel(median_best_of_draw(r, budget, d));
+    md << "| " << r.scenario << " | " << r.draws << " | " << (yes.empty() ? "-" : yes) << " | " << (no.empty() ? "-" : no)
+       << " | " << per << " |\n";
+  }
+  md << "\n";
+}
+}  // namespace
+
 std::string write_report(const Comparison& c, const std::string& path) {
   namespace fs = std::filesystem;
   fs::path p(path);
@@ -331,6 +367,7 @@ std::string write_report(const Comparison& c, const std::string& path) {
     target_section(md, c, "## ");
   }
   md << "![summary](" << stem << "-summary.svg)\n\n";
+  analysis_draws_section(md, c);
   // Summary plot: the median over scenarios of each tuner's median relative best per run.
   ScenarioResult all;
   all.scenario = "all scenarios (median of per-scenario medians)";
