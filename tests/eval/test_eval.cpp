@@ -891,3 +891,74 @@ TEST(Replay, ATableFromAnotherCpuCountIsReplayedOnlyAsMeasured) {
   EXPECT_EQ(WEXITSTATUS(std::system((base + " --measure >/dev/null 2>&1").c_str())), 2);
   EXPECT_EQ(WEXITSTATUS(std::system((base + " --live --as-measured >/dev/null 2>&1").c_str())), 2);
 }
+
+// Stored analysis draws are replayed in turn: seed k with draw (k - 1) mod n, each with its own
+// guides and profiling runs; the report says how often each hypothesis was confirmed. A draw
+// written before verdicts were recorded counts its guides as confirmed; a stored draw is not
+// analysed again, and a broken one ends the draws read.
+TEST(Guidance, DrawsAreReplayedInTurnAndTheirConfirmationsReported) {
+  const Scenario& s = scenario("gomp_spin_beside_tbb");
+  fs::path dir = fs::temp_directory_path() / ("syspilot-draws-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string spin = R"({"id": "spin_interference:libgomp>onetbb", "kind": "spin_interference", "weight": 2,
+      "constraint": "", "controls": ["GOMP_SPINCOUNT", "OMP_WAIT_POLICY"], "remedies": [{"OMP_WAIT_POLICY": "passive"}]})";
+  // Draw 1 predates verdicts; draw 2 confirmed nothing (two profiling runs); draw 3 the spin.
+  std::ofstream(dir / "gomp_spin_beside_tbb.analysis.json")
+      << R"({"profiling_runs": 3, "default_runs": 2, "note": "first", "guides": [)" << spin << "]}";
+  std::ofstream(dir / "gomp_spin_beside_tbb.analysis-2.json")
+      << R"({"profiling_runs": 2, "default_runs": 2, "note": "second", "guides": [],
+            "hypotheses": [{"id": "spin_interference:libgomp>onetbb", "verdict": "refuted"},
+                           {"id": "corun_oversubscription:libgomp>onetbb", "verdict": "unknown"}]})";
+  std::ofstream(dir / "gomp_spin_beside_tbb.analysis-3.json")
+      << R"({"profiling_runs": 4, "default_runs": 2, "note": "third", "guides": [)" << spin << R"(],
+            "hypotheses": [{"id": "spin_interference:libgomp>onetbb", "verdict": "confirmed"},
+                           {"id": "corun_oversubscription:libgomp>onetbb", "verdict": "refuted"}]})";
+  std::ofstream(dir / "gomp_spin_beside_tbb.analysis-5.json") << "{}";  // after a gap: not read
+  auto before = fs::last_write_time(dir / "gomp_spin_beside_tbb.analysis-3.json");
+  const char* old = std::getenv("SYSPILOT_EVAL_DATA");
+  std::string saved = old ? old : "";
+  ::setenv("SYSPILOT_EVAL_DATA", dir.c_str(), 1);
+  Diagnostics d;
+  auto draws = analysis_draws(s, d);
+  auto again = draw_analyses(s, 3, false, d);  // all three stored: nothing runs
+  std::ofstream(dir / "gomp_spin_beside_tbb.analysis-4.json") << "not json";
+  Diagnostics broken;
+  auto upto = analysis_draws(s, broken);
+  old ? (void)::setenv("SYSPILOT_EVAL_DATA", saved.c_str(), 1) : (void)::unsetenv("SYSPILOT_EVAL_DATA");
+  EXPECT_EQ(fs::last_write_time(dir / "gomp_spin_beside_tbb.analysis-3.json"), before);
+  ASSERT_EQ(draws.size(), 3u) << d.str();
+  EXPECT_EQ(again.size(), 3u);
+  EXPECT_EQ(upto.size(), 3u);
+  EXPECT_NE(broken.str().find("unreadable analysis"), std::string::npos) << broken.str();
+  EXPECT_EQ(draws[0].confirmed, (std::vector<std::string>{"spin_interference:libgomp>onetbb"}));
+  EXPECT_TRUE(draws[1].confirmed.empty());
+  EXPECT_EQ(draws[1].hypotheses.size(), 2u);
+
+  std::map<std::string, Table> tables{{s.name, table(s.name)}};
+  CompareOptions o;
+  o.budgets = {5, 10};
+  o.seeds = 6;
+  o.tuners = {"syspilot"};
+  Diagnostics cd;
+  Comparison c = compare_draws({s}, tables, o, [&](const Scenario&) { return draws; }, cd);
+  ASSERT_EQ(c.scenarios.size(), 1u) << cd.str();
+  const ScenarioResult& r = c.scenarios[0];
+  EXPECT_EQ(r.draws, 3);
+  EXPECT_EQ(r.guides_note.rfind("first;", 0), 0u) << r.guides_note;
+  EXPECT_EQ(r.confirmations.at("spin_interference:libgomp>onetbb"), std::make_pair(3, 2));
+  EXPECT_EQ(r.confirmations.at("corun_oversubscription:libgomp>onetbb"), std::make_pair(2, 0));
+  ASSERT_EQ(r.sessions.size(), 6u);
+  const std::vector<int> profiling{3, 2, 4};
+  for (const auto& ses : r.sessions) {
+    EXPECT_EQ(ses.draw, static_cast<int>((ses.seed - 1) % 3)) << ses.seed;
+    EXPECT_EQ(ses.profiling_runs, profiling[ses.draw]) << ses.seed;
+  }
+  std::string md = write_report(c, (dir / "r.md").string());
+  EXPECT_NE(md.find("## Analysis draws"), std::string::npos);
+  EXPECT_NE(md.find("| gomp_spin_beside_tbb | 3 | spin_interference:libgomp>onetbb 2/3 | "
+                    "corun_oversubscription:libgomp>onetbb 2/3, spin_interference:libgomp>onetbb 1/3 |"),
+            std::string::npos)
+      << md;
+  fs::remove_all(dir);
+}
