@@ -479,6 +479,7 @@ class FileScanner {
         uint32_t hs = ts_node_start_byte(f.node), he = ts_node_start_byte(f.body);
         std::string_view head = he > hs ? src_.substr(hs, he - hs) : std::string_view{};
         d.init_time = head.find("constructor") != std::string_view::npos;
+        d.uses_environ = names_environ(text(f.body));
       }
       if (d.name.empty()) continue;
       d.init_time = d.init_time || init_like(d.name);
@@ -488,6 +489,15 @@ class FileScanner {
     }
     locals_.resize(out_.defs.size());
     row_vars_.resize(out_.defs.size());
+  }
+
+  // A body that names the process environment (environ, __environ, _environ) as code, not
+  // inside a string or a comment.
+  static bool names_environ(std::string_view body) {
+    if (body.find("environ") == std::string_view::npos) return false;
+    for (auto& t : tokenize(body))
+      if (t.kind == Token::Ident && (t.text == "environ" || t.text == "__environ" || t.text == "_environ")) return true;
+    return false;
   }
 
   // Innermost definition containing [s, e), or -1.
@@ -567,6 +577,14 @@ class FileScanner {
       if (!table.empty() && !ts_node_is_null(field)) {
         Piece p{Piece::Field, table};
         p.arg = std::string(text(field));
+        out.push_back(p);
+        return;
+      }
+      // block->vars[i].name: a field of a record that is not a table (the resolver decides
+      // whether that field holds names from the process environment)
+      if (!ts_node_is_null(field) && is(field, "field_identifier")) {
+        Piece p{Piece::Member, std::string(text(field))};
+        p.arg = clip(sv, 80);
         out.push_back(p);
         return;
       }
@@ -737,9 +755,27 @@ class FileScanner {
         else if (depth < 6) strings_in(c, depth + 1);
       }
     };
-    uint32_t rows = ts_node_named_child_count(t.b);
-    for (uint32_t i = 0; i < rows && i < kMaxTableRows; ++i) {
-      TSNode row = ts_node_named_child(t.b, i);
+    // rows between #if and #endif sit inside the preprocessor node: every branch is taken.
+    // The C++ grammar reads `#if X` before a row as an error and `X {"A", f}` as a compound
+    // literal of type X: its value is the row, as in C's `(struct s){"A", f}`.
+    std::vector<TSNode> row_nodes;
+    std::function<void(TSNode, int)> rows_in = [&](TSNode list, int depth) {
+      uint32_t k = ts_node_named_child_count(list);
+      TSNode cond = ts_node_child_by_field_name(list, "condition", 9);
+      TSNode name = ts_node_child_by_field_name(list, "name", 4);
+      for (uint32_t j = 0; j < k && row_nodes.size() < kMaxTableRows; ++j) {
+        TSNode c = ts_node_named_child(list, j);
+        if (ts_node_eq(c, cond) || ts_node_eq(c, name)) continue;
+        std::string_view type = ts_node_type(c);
+        bool branch = type == "preproc_if" || type == "preproc_ifdef" || type == "preproc_else" ||
+                      type == "preproc_elif" || type == "preproc_elifdef";
+        if (branch && depth < 6) rows_in(c, depth + 1);
+        else if (type == "compound_literal_expression") row_nodes.push_back(ts_node_child_by_field_name(c, "value", 5));
+        else if (!type.starts_with("preproc_")) row_nodes.push_back(c);
+      }
+    };
+    rows_in(t.b, 0);
+    for (TSNode row : row_nodes) {
       if (is(row, "ERROR") || ((is(row, "concatenated_string") || is(row, "binary_expression")) && ts_node_has_error(row))) {
         strings_in(row, 0);
         continue;
@@ -843,6 +879,14 @@ class FileScanner {
       if (is(b.b, "initializer_list")) {
         positional_bindings(b);
         continue;
+      }
+      if (def >= 0 && is(b.node, "assignment_expression") && is(b.a, "field_expression")) {
+        // the fields a function writes: where it parses the environment, they hold its names
+        TSNode f = ts_node_child_by_field_name(b.a, "field", 5);
+        auto& fields = out_.defs[def].assigned_fields;
+        std::string name = ts_node_is_null(f) ? std::string() : std::string(text(f));
+        if (!name.empty() && fields.size() < kMaxRowItems && std::find(fields.begin(), fields.end(), name) == fields.end())
+          fields.push_back(name);
       }
       std::string fn = stored_function(b.b);
       if (fn.empty()) continue;
