@@ -41,7 +41,7 @@ enum Role : uint8_t {
   kConstValue, kVar, kVarDeclarator, kVarName, kVarValue, kPragma, kPragmaDirective,
   kPragmaArg, kLoop, kLoopCond, kLoopBody, kQualified, kSubscript, kSubscriptValue,
   kSubscriptKey, kCompare, kTable, kTableName, kTableValue, kBind, kBindTarget, kBindValue,
-  kRecord, kRecordBody, kTypedef, kTypedefType, kRange, kRangeVar, kRangeTable, kRoleCount
+  kRecord, kRecordBody, kTypedef, kTypedefType, kRange, kRangeVar, kRangeTable, kConstruct, kConstructType, kConstructArgs, kRoleCount
 };
 static_assert(kRoleCount <= 48, "collect() keeps captures in fixed arrays of 48");
 
@@ -61,7 +61,8 @@ Role role_of(std::string_view name) {
       {"table.declarator", kTableName}, {"table.value", kTableValue}, {"bind", kBind},
       {"bind.target", kBindTarget}, {"bind.value", kBindValue}, {"record", kRecord},
       {"record.body", kRecordBody}, {"typedef", kTypedef}, {"typedef.type", kTypedefType},
-      {"range", kRange}, {"range.var", kRangeVar}, {"range.table", kRangeTable}};
+      {"range", kRange}, {"range.var", kRangeVar}, {"range.table", kRangeTable},
+      {"construct", kConstruct}, {"construct.type", kConstructType}, {"construct.args", kConstructArgs}};
   auto it = roles.find(name);
   return it == roles.end() ? kNone : it->second;
 }
@@ -386,6 +387,7 @@ class FileScanner {
     TSNode null{};
     auto get = [&](Role r) { return have[r] ? cap[r] : null; };
     if (have[kCall]) calls_.push_back({cap[kCall], get(kCallCallee), get(kCallArgs)});
+    else if (have[kConstruct]) calls_.push_back({cap[kConstruct], get(kConstructType), get(kConstructArgs)});
     else if (have[kFunction]) funcs_.push_back({cap[kFunction], get(kFunctionDeclarator), get(kFunctionBody),
                                                 get(kFunctionName), get(kFunctionParams), false});
     else if (have[kMacro]) funcs_.push_back({cap[kMacro], null, null, get(kMacroName), get(kMacroParams), true});
@@ -554,6 +556,15 @@ class FileScanner {
       TSNode f = ts_node_child_by_field_name(n, "function", 8);
       TSNode args = ts_node_child_by_field_name(n, "arguments", 9);
       uint32_t nargs = ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);
+      if (is(f, "field_expression") && nargs == 0) {
+        // Name.data(), name.c_str(): the characters of a string object are the string
+        TSNode m = ts_node_child_by_field_name(f, "field", 5);
+        auto method = ts_node_is_null(m) ? std::string_view{} : text(m);
+        if (method == "data" || method == "c_str" || method == "str") {
+          eval(ts_node_child_by_field_name(f, "argument", 8), def, out, depth + 1, in_concat);
+          return;
+        }
+      }
       if (is(f, "identifier") && nargs >= 1 && nargs <= 8) {
         // STR(MACRO), or a name-building macro: LIB_ENV("X") with #define LIB_ENV(s) "LIB_" s
         Piece p{Piece::Apply, std::string(text(f))};
@@ -843,6 +854,18 @@ class FileScanner {
       else break;
     }
     if (is(v, "identifier") || is(v, "qualified_identifier")) return last_component(text(v));
+    return class_name(v);
+  }
+
+  // The class a type names: T, ns::T, T<int>, in a type descriptor (using A = T<int>); empty
+  // for primitive and other types.
+  std::string class_name(TSNode v) const {
+    for (int guard = 0; guard < 4 && !ts_node_is_null(v); ++guard) {
+      if (is(v, "type_descriptor")) v = ts_node_child_by_field_name(v, "type", 4);
+      else if (is(v, "template_type") || is(v, "template_function")) v = ts_node_child_by_field_name(v, "name", 4);
+      else break;
+    }
+    if (is(v, "type_identifier") || is(v, "qualified_identifier") || is(v, "identifier")) return last_component(text(v));
     return {};
   }
 
@@ -899,8 +922,11 @@ class FileScanner {
         TSNode f = ts_node_child_by_field_name(b.a, "field", 5);
         bind.target = ts_node_is_null(f) ? std::string() : std::string(text(f));
         bind.field = true;
-      } else if (is(b.a, "identifier")) {
+      } else if (is(b.a, "identifier") || is(b.a, "type_identifier")) {
         bind.target = std::string(text(b.a));
+      } else if (is(b.a, "field_identifier")) {
+        bind.target = std::string(text(b.a));
+        bind.field = true;
       } else if (is(b.node, "init_declarator")) {
         bind.target = declared_name(b.a);
       }
@@ -1044,13 +1070,21 @@ class FileScanner {
         member = true;
       } else if (is(f, "identifier")) {
         callee = std::string(text(f));
+      } else if (is(f, "field_identifier")) {
+        callee = std::string(text(f));  // a member initialiser: the member's constructor
+        member = true;
+      } else if (!class_name(f).empty()) {
+        callee = class_name(f);  // Envar<float>(...), a construction T x(...) or T<int> x(...)
       }
     }
     if (callee.empty() || callee.size() > 80) return;
     uint32_t s = ts_node_start_byte(c.node), e = ts_node_end_byte(c.node);
     int def = enclosing(s, e);
     int ln = line(c.node);
-    threading_call(lang_ == Lang::Python ? callee_text : callee, ln, def);
+    // a construction (T x(...), a member initialiser) reads env names only: its type is no
+    // threading call
+    bool construction = is(c.node, "declaration") || is(c.node, "field_initializer");
+    if (!construction) threading_call(lang_ == Lang::Python ? callee_text : callee, ln, def);
     if (lang_ == Lang::Python) threading_call(callee_text, ln, def);
     Call call;
     call.callee = callee;
