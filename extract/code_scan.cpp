@@ -768,7 +768,17 @@ class FileScanner {
     };
     // rows between #if and #endif sit inside the preprocessor node: every branch is taken.
     // The C++ grammar reads `#if X` before a row as an error and `X {"A", f}` as a compound
-    // literal of type X: its value is the row, as in C's `(struct s){"A", f}`.
+    // literal of type X: its value is the row, as in C's `(struct s){"A", f}`; after
+    // `#if A || B` or `#if !A` the literal is the last operand of the condition.
+    auto glued_row = [&](TSNode c) {
+      for (int guard = 0; guard < 8 && !ts_node_is_null(c); ++guard) {
+        if (is(c, "compound_literal_expression")) return ts_node_child_by_field_name(c, "value", 5);
+        if (is(c, "binary_expression")) c = ts_node_child_by_field_name(c, "right", 5);
+        else if (is(c, "unary_expression")) c = ts_node_child_by_field_name(c, "argument", 8);
+        else break;
+      }
+      return TSNode{};
+    };
     std::vector<TSNode> row_nodes;
     std::function<void(TSNode, int)> rows_in = [&](TSNode list, int depth) {
       uint32_t k = ts_node_named_child_count(list);
@@ -781,7 +791,10 @@ class FileScanner {
         bool branch = type == "preproc_if" || type == "preproc_ifdef" || type == "preproc_else" ||
                       type == "preproc_elif" || type == "preproc_elifdef";
         if (branch && depth < 6) rows_in(c, depth + 1);
-        else if (type == "compound_literal_expression") row_nodes.push_back(ts_node_child_by_field_name(c, "value", 5));
+        else if (type == "compound_literal_expression" || type == "binary_expression" || type == "unary_expression") {
+          TSNode row = glued_row(c);
+          row_nodes.push_back(ts_node_is_null(row) ? c : row);
+        }
         else if (!type.starts_with("preproc_")) row_nodes.push_back(c);
       }
     };
