@@ -174,7 +174,9 @@ Kind kind_by_name(const std::string& rel) {
   if (ext == ".cc" || ext == ".cpp" || ext == ".cxx" || ext == ".c++" || ext == ".hpp" || ext == ".hh" ||
       ext == ".hxx" || ext == ".ipp" || ext == ".inl" || ext == ".tcc" || ext == ".cu" || ext == ".cuh")
     return Kind::Cpp;
-  if (ext == ".in" && (ends_with(name, ".h.in") || ends_with(name, ".c.in"))) return Kind::C;
+  // configure templates of C sources: foo.h.in (autoconf, CMake), omp.h.var, foo.h.cmake
+  if ((ext == ".in" || ext == ".var" || ext == ".cmake") && (ends_with(name, ".h" + ext) || ends_with(name, ".c" + ext)))
+    return Kind::C;
   // DocBook manuals (jemalloc.xml.in): tags around prose, read like HTML.
   if ((ext == ".in" && ends_with(name, ".xml.in")) || ext == ".xml") return Kind::Html;
   if (ext == ".py") return Kind::Python;
