@@ -581,3 +581,46 @@ TEST(ExtractPatterns, ConstructorsThatReadTheEnvironment) {
   for (auto& e : f.env_vars)
     if (e.name == "LIB_NUM_QUEUES") EXPECT_EQ(e.default_value, "4");
 }
+
+// 5. API controls beyond the category words: a configure template (`omp.h.var`, `.h.cmake`) is
+// a public header; a setter named after a variable the library reads (lib_set_stacksize for
+// LIB_STACKSIZE, lib_set_library_serial for LIB_LIBRARY) is a control of it, a setter of
+// nothing read is not; binding calls (cpubind, membind) are affinity controls, the flags named
+// after them and calls that only mention a CPU set are not; private/ and deprecated headers
+// offer none.
+TEST(ExtractPatterns, ApiSettersOfReadVariablesAndBindingCalls) {
+  TempTree t;
+  t.write("src/env.c",
+          "#include <stdlib.h>\n"
+          "void init(void) { getenv(\"LIB_STACKSIZE\"); getenv(\"LIB_LIBRARY\"); getenv(\"LIB_SCHEDULE\"); }\n");
+  t.write("src/include/lib.h.var",
+          "#define LIB_VERSION @LIB_VERSION@\n"                                         // 1
+          "extern void lib_set_stacksize(int size);\n"                                  // 2
+          "extern void lib_set_stacksize_s(unsigned long size);\n"                      // 3
+          "extern void lib_set_library_serial(void);\n"                                 // 4
+          "extern void lib_set_schedule(int kind, int chunk);\n"                        // 5
+          "extern void lib_set_colour(int c);\n"                                        // 6
+          "extern void other_set_stacksize(int size);\n");                              // 7
+  t.write("include/bind.h",
+          "typedef enum { LIB_CPUBIND_PROCESS = 1, LIB_MEMBIND_STRICT = 2 } lib_bind_flags_t;\n"  // 1
+          "typedef struct lib_set* lib_cpuset_t;\n"                                             // 2
+          "int lib_set_cpubind(lib_cpuset_t set, int flags);\n"                                 // 3
+          "int lib_get_membind(lib_cpuset_t set, int* policy, int flags);\n"                    // 4
+          "int lib_cpuset_to_nodeset(lib_cpuset_t set, lib_cpuset_t nodes);\n");                // 5
+  t.write("include/private/internal.h", "int lib_set_internal_cpubind(int set);\n");
+  t.write("include/deprecated.h", "int lib_set_membind_nodeset(int set, int flags);\n");
+  ExtractOptions o;
+  o.paths = {t.root.string()};
+  o.threads = 2;
+  o.scope = "all";
+  Facts f = extract(o);
+  std::set<std::string> got;
+  for (auto& a : f.api_controls) got.insert(a.name + " " + a.category + " " + a.file + ":" + std::to_string(a.line));
+  std::set<std::string> want = {"lib_set_stacksize setting src/include/lib.h.var:2",
+                                "lib_set_stacksize_s setting src/include/lib.h.var:3",
+                                "lib_set_library_serial setting src/include/lib.h.var:4",
+                                "lib_set_schedule setting src/include/lib.h.var:5",
+                                "lib_set_cpubind affinity include/bind.h:3",
+                                "lib_get_membind affinity include/bind.h:4"};
+  EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
+}
