@@ -180,6 +180,11 @@ Kind kind_by_name(const std::string& rel) {
   // DocBook manuals (jemalloc.xml.in): tags around prose, read like HTML.
   if ((ext == ".in" && ends_with(name, ".xml.in")) || ext == ".xml") return Kind::Html;
   if (ext == ".py") return Kind::Python;
+  // Python by convention without the suffix: LLVM lit's test configurations (lit.cfg,
+  // lit.local.cfg, lit.site.cfg.in) and SCons build scripts
+  if (name == "lit.cfg" || name == "lit.local.cfg" || name == "lit.site.cfg" || name == "lit.site.cfg.in" ||
+      name == "sconstruct" || name == "sconscript")
+    return Kind::Python;
   if (ext == ".md" || ext == ".markdown") return Kind::Markdown;
   if (ext == ".rst") return Kind::Rst;
   if (ext == ".texi" || ext == ".texinfo" || ext == ".txi") return Kind::Texinfo;
