@@ -624,3 +624,27 @@ TEST(ExtractPatterns, ApiSettersOfReadVariablesAndBindingCalls) {
                                 "lib_get_membind affinity include/bind.h:4"};
   EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
 }
+
+// 6. Python without the suffix: LLVM lit's test configurations are read, as test code wherever
+// they sit, their @NAME@ templates too; SCons scripts are build code. An INI-style setup.cfg
+// is not Python and names nothing.
+TEST(ExtractPatterns, LitConfigurationsAndSconsScriptsArePython) {
+  TempTree t;
+  t.write("lit.cfg",
+          "import os\n"                                                         // 1
+          "if 'LIB_TEST_DEVICES' in os.environ:\n"                              // 2
+          "    config.environment['LIB_TEST_DEVICES'] = os.environ['LIB_TEST_DEVICES']\n"
+          "config.name = os.environ.get('LIB_SUITE_NAME', 'lib')\n");           // 4
+  t.write("runtime/test/lit.site.cfg.in",
+          "config.test_compiler = '@CMAKE_C_COMPILER@'\n"                       // 1
+          "config.has_gpu = os.getenv('LIB_HAS_GPU') == '1'\n");                // 2
+  t.write("runtime/test/affinity/lit.local.cfg", "if os.getenv('LIB_AFFINITY_TESTS'): config.unsupported = False\n");
+  t.write("SConstruct", "import os\nenv = Environment(CC=os.environ.get('LIB_SCONS_CC', 'cc'))\n");
+  t.write("setup.cfg", "[metadata]\nname = os.getenv('NOT_PYTHON')\n");
+  Facts f = run(t);
+  std::set<std::string> want = {"LIB_TEST_DEVICES lit.cfg:2 test",  "LIB_TEST_DEVICES lit.cfg:3 test",
+                                "LIB_SUITE_NAME lit.cfg:4 test",    "LIB_HAS_GPU runtime/test/lit.site.cfg.in:2 test",
+                                "LIB_AFFINITY_TESTS runtime/test/affinity/lit.local.cfg:1 test",
+                                "LIB_SCONS_CC SConstruct:2 build"};
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
+}
