@@ -50,6 +50,25 @@ std::string clean_doc(std::string raw) {
   return out;
 }
 
+// A knob the library reads from the environment, split at its first '_': KMP_STACKSIZE is
+// ("kmp", "stacksize").
+using Knob = std::pair<std::string, std::string>;
+
+// A setter named with a knob's prefix whose subject (after `_set_`) is the rest of the knob's
+// name or starts with it: kmp_set_stacksize and kmp_set_stacksize_s set KMP_STACKSIZE,
+// hwloc_topology_set_synthetic sets HWLOC_SYNTHETIC, kmp_set_library_serial KMP_LIBRARY.
+bool sets_knob(const std::string& name, const std::vector<Knob>& knobs) {
+  std::string n = lower(name);
+  size_t set = n.find("_set_");
+  if (set == std::string::npos || set + 5 >= n.size()) return false;
+  std::string subject = n.substr(set + 5);
+  for (auto& [prefix, rest] : knobs)
+    if (n.starts_with(prefix) && n[prefix.size()] == '_' && subject.starts_with(rest) &&
+        (subject.size() == rest.size() || subject[rest.size()] == '_'))
+      return true;
+  return false;
+}
+
 // One translation unit covers every public header it includes: those are done afterwards.
 struct Visit {
   const std::map<std::string, std::string>* public_rel;  // real path -> rel
@@ -58,6 +77,7 @@ struct Visit {
   std::string rel;
   std::vector<ApiControl>* out;
   std::set<std::string>* seen;
+  const std::vector<Knob>* knobs;
 };
 
 std::string real(const std::string& p) {
@@ -125,9 +145,18 @@ CXChildVisitResult visit(CXCursor c, CXCursor, CXClientData data) {
   }
   std::string doc = clean_doc(take(clang_Cursor_getRawCommentText(c)));
   std::string cat = control_category(name, sig, doc);
+  if (cat.empty() && fn && sets_knob(name, *v->knobs)) cat = "setting";
   if (cat.empty() || !v->seen->insert(name).second) return CXChildVisit_Continue;
   v->out->push_back({name, sig, cat, v->rel, static_cast<int>(line), doc});
   return CXChildVisit_Continue;
+}
+
+// The length of a configure template's suffix after the header's name: foo.h.in, omp.h.var,
+// foo.h.cmake (inputs of autoconf and of CMake's configure_file); 0 for other files.
+size_t template_suffix(std::string_view rel) {
+  for (std::string_view s : {".h.in", ".h.var", ".h.cmake", ".hpp.in"})
+    if (rel.ends_with(s)) return s.size() - s.find('.', 1);
+  return 0;
 }
 
 // Configure templates (foo.h.in) hold @NAME@ placeholders: drop them so clang sees C.
@@ -191,7 +220,11 @@ std::vector<std::string> opt_in_macros(const std::string& text) {
 std::string control_category(const std::string& name, const std::string& sig, const std::string& doc) {
   std::string n = lower(name), s = lower(sig);
   std::string params = s.find('(') != std::string::npos ? s.substr(s.find('(')) : "";
-  if (contains_any(n, {"affinity", "cpuset", "cpu_set", "bind_thread", "pin_thread", "setaffinity"})) return "affinity";
+  if (contains_any(n, {"affinity", "bind_thread", "pin_thread", "setaffinity"})) return "affinity";
+  // binding calls (hwloc_set_cpubind, hwloc_alloc_membind): functions only, not the flags and
+  // policies named after them; a name that only mentions a CPU set (a conversion, a query)
+  // binds nothing
+  if (!params.empty() && contains_any(n, {"cpubind", "membind", "cpunodebind"})) return "affinity";
   if (contains_any(n, {"num_threads", "numthreads", "nthreads", "nbworkers", "nb_workers", "thread_count",
                        "max_threads", "threads_num", "concurrency", "parallelism", "num_procs", "cpu_number",
                        "thread_limit", "set_threads", "max_active_levels", "set_dynamic", "set_nested"}))
@@ -216,7 +249,7 @@ std::string control_category(const std::string& name, const std::string& sig, co
 
 bool is_public_header(const std::string& rel) {
   std::string r = lower(rel);
-  bool header = r.size() > 2 && (r.ends_with(".h") || r.ends_with(".hpp") || r.ends_with(".hh") || r.ends_with(".h.in"));
+  bool header = r.size() > 2 && (r.ends_with(".h") || r.ends_with(".hpp") || r.ends_with(".hh") || template_suffix(r) > 0);
   if (!header) return false;
   std::vector<std::string> parts;
   std::stringstream ss(r);
@@ -226,10 +259,12 @@ bool is_public_header(const std::string& rel) {
     if (p == "test" || p == "tests" || p == "testing" || p == "example" || p == "examples" || p == "bench" ||
         p == "benchmark" || p == "benchmarks" || p == "internal" || p == "detail" || p == "contrib" ||
         p == "doc" || p == "docs" || p == "3rdparty" || p == "third_party" || p == "thirdparty" ||
-        p == "python" || p == "programs" || p == "legacy" || p == "deprecated" || p == "lapack-netlib" ||
+        p == "python" || p == "programs" || p == "legacy" || p == "deprecated" || p == "lapack-netlib" || p == "private" ||
         p == "relapack" || p == "zlibwrapper" || p == "build" || p == "msvc" || p == "win32" || p == "tools")
       return false;
   }
+  // a header of deprecated calls (hwloc/deprecated.h) offers nothing a new contract should use
+  if (parts.back().starts_with("deprecated.")) return false;
   for (auto& p : parts)
     if (p == "include" || p == "api") return true;
   if (parts.size() == 1) return parts[0] != "config.h" && parts[0].rfind("common", 0) != 0 && parts[0] != "param.h";
@@ -238,9 +273,18 @@ bool is_public_header(const std::string& rel) {
 }
 
 std::vector<ApiControl> scan_headers(const std::vector<std::pair<std::string, std::string>>& headers,
-                                     const std::vector<std::string>& include_dirs, Diagnostics& diags) {
+                                     const std::vector<std::string>& include_dirs,
+                                     const std::vector<std::string>& knob_names, Diagnostics& diags) {
   std::vector<ApiControl> out;
   if (headers.empty()) return out;
+  std::vector<Knob> knobs;
+  for (auto& k : knob_names) {
+    size_t u = k.find('_');
+    if (u != std::string::npos && u > 0 && u + 1 < k.size() && knobs.size() < 4096)
+      knobs.emplace_back(lower(k.substr(0, u)), lower(k.substr(u + 1)));
+  }
+  std::sort(knobs.begin(), knobs.end());
+  knobs.erase(std::unique(knobs.begin(), knobs.end()), knobs.end());
   CXIndex index = clang_createIndex(0, 0);
   std::set<std::string> seen, done;
   std::set<std::string> incs;
@@ -248,12 +292,12 @@ std::vector<ApiControl> scan_headers(const std::vector<std::pair<std::string, st
   for (auto& [path, rel] : headers) {
     incs.insert(std::filesystem::path(path).parent_path().string());
     std::string r = real(path);
-    public_rel[r.ends_with(".in") ? r.substr(0, r.size() - 3) : r] = rel;
+    public_rel[r.substr(0, r.size() - template_suffix(r))] = rel;
   }
   auto start = std::chrono::steady_clock::now();
   for (auto& [path, rel] : headers) {
     std::string key = real(path);
-    if (key.ends_with(".in")) key = key.substr(0, key.size() - 3);
+    key = key.substr(0, key.size() - template_suffix(key));
     if (done.count(key)) continue;  // already covered by an including header
     if (std::chrono::steady_clock::now() - start > std::chrono::seconds(60)) {
       diags.warning({rel, 0, 0}, "libclang header pass stopped after 60 s; remaining public headers not parsed",
@@ -262,7 +306,7 @@ std::vector<ApiControl> scan_headers(const std::vector<std::pair<std::string, st
     }
     bool cxx = rel.ends_with(".hpp") || rel.ends_with(".hh");
     std::string contents;
-    bool templ = rel.ends_with(".in");
+    bool templ = template_suffix(rel) > 0;
     if (!cxx) {
       std::ifstream in(path, std::ios::binary);
       std::string head(4096, '\0');
@@ -280,7 +324,7 @@ std::vector<ApiControl> scan_headers(const std::vector<std::pair<std::string, st
     for (auto& d : incs) args.push_back("-I" + d);
     std::vector<const char*> argv;
     for (auto& a : args) argv.push_back(a.c_str());
-    std::string parse_name = templ ? path.substr(0, path.size() - 3) : path;
+    std::string parse_name = path.substr(0, path.size() - template_suffix(path));
     CXUnsavedFile unsaved{};
     if (templ) {
       contents = unconfigure(path);
@@ -299,7 +343,7 @@ std::vector<ApiControl> scan_headers(const std::vector<std::pair<std::string, st
       continue;
     }
     std::set<std::string> covered;
-    Visit v{&public_rel, &done, &covered, rel, &out, &seen};
+    Visit v{&public_rel, &done, &covered, rel, &out, &seen, &knobs};
     clang_visitChildren(clang_getTranslationUnitCursor(tu), visit, &v);
     done.insert(key);
     done.insert(covered.begin(), covered.end());

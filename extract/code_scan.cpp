@@ -41,7 +41,7 @@ enum Role : uint8_t {
   kConstValue, kVar, kVarDeclarator, kVarName, kVarValue, kPragma, kPragmaDirective,
   kPragmaArg, kLoop, kLoopCond, kLoopBody, kQualified, kSubscript, kSubscriptValue,
   kSubscriptKey, kCompare, kTable, kTableName, kTableValue, kBind, kBindTarget, kBindValue,
-  kRecord, kRecordBody, kTypedef, kTypedefType, kRange, kRangeVar, kRangeTable, kRoleCount
+  kRecord, kRecordBody, kTypedef, kTypedefType, kRange, kRangeVar, kRangeTable, kConstruct, kConstructType, kConstructArgs, kRoleCount
 };
 static_assert(kRoleCount <= 48, "collect() keeps captures in fixed arrays of 48");
 
@@ -61,7 +61,8 @@ Role role_of(std::string_view name) {
       {"table.declarator", kTableName}, {"table.value", kTableValue}, {"bind", kBind},
       {"bind.target", kBindTarget}, {"bind.value", kBindValue}, {"record", kRecord},
       {"record.body", kRecordBody}, {"typedef", kTypedef}, {"typedef.type", kTypedefType},
-      {"range", kRange}, {"range.var", kRangeVar}, {"range.table", kRangeTable}};
+      {"range", kRange}, {"range.var", kRangeVar}, {"range.table", kRangeTable},
+      {"construct", kConstruct}, {"construct.type", kConstructType}, {"construct.args", kConstructArgs}};
   auto it = roles.find(name);
   return it == roles.end() ? kNone : it->second;
 }
@@ -386,6 +387,7 @@ class FileScanner {
     TSNode null{};
     auto get = [&](Role r) { return have[r] ? cap[r] : null; };
     if (have[kCall]) calls_.push_back({cap[kCall], get(kCallCallee), get(kCallArgs)});
+    else if (have[kConstruct]) calls_.push_back({cap[kConstruct], get(kConstructType), get(kConstructArgs)});
     else if (have[kFunction]) funcs_.push_back({cap[kFunction], get(kFunctionDeclarator), get(kFunctionBody),
                                                 get(kFunctionName), get(kFunctionParams), false});
     else if (have[kMacro]) funcs_.push_back({cap[kMacro], null, null, get(kMacroName), get(kMacroParams), true});
@@ -479,6 +481,7 @@ class FileScanner {
         uint32_t hs = ts_node_start_byte(f.node), he = ts_node_start_byte(f.body);
         std::string_view head = he > hs ? src_.substr(hs, he - hs) : std::string_view{};
         d.init_time = head.find("constructor") != std::string_view::npos;
+        d.uses_environ = names_environ(text(f.body));
       }
       if (d.name.empty()) continue;
       d.init_time = d.init_time || init_like(d.name);
@@ -488,6 +491,15 @@ class FileScanner {
     }
     locals_.resize(out_.defs.size());
     row_vars_.resize(out_.defs.size());
+  }
+
+  // A body that names the process environment (environ, __environ, _environ) as code, not
+  // inside a string or a comment.
+  static bool names_environ(std::string_view body) {
+    if (body.find("environ") == std::string_view::npos) return false;
+    for (auto& t : tokenize(body))
+      if (t.kind == Token::Ident && (t.text == "environ" || t.text == "__environ" || t.text == "_environ")) return true;
+    return false;
   }
 
   // Innermost definition containing [s, e), or -1.
@@ -544,6 +556,15 @@ class FileScanner {
       TSNode f = ts_node_child_by_field_name(n, "function", 8);
       TSNode args = ts_node_child_by_field_name(n, "arguments", 9);
       uint32_t nargs = ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);
+      if (is(f, "field_expression") && nargs == 0) {
+        // Name.data(), name.c_str(): the characters of a string object are the string
+        TSNode m = ts_node_child_by_field_name(f, "field", 5);
+        auto method = ts_node_is_null(m) ? std::string_view{} : text(m);
+        if (method == "data" || method == "c_str" || method == "str") {
+          eval(ts_node_child_by_field_name(f, "argument", 8), def, out, depth + 1, in_concat);
+          return;
+        }
+      }
       if (is(f, "identifier") && nargs >= 1 && nargs <= 8) {
         // STR(MACRO), or a name-building macro: LIB_ENV("X") with #define LIB_ENV(s) "LIB_" s
         Piece p{Piece::Apply, std::string(text(f))};
@@ -567,6 +588,14 @@ class FileScanner {
       if (!table.empty() && !ts_node_is_null(field)) {
         Piece p{Piece::Field, table};
         p.arg = std::string(text(field));
+        out.push_back(p);
+        return;
+      }
+      // block->vars[i].name: a field of a record that is not a table (the resolver decides
+      // whether that field holds names from the process environment)
+      if (!ts_node_is_null(field) && is(field, "field_identifier")) {
+        Piece p{Piece::Member, std::string(text(field))};
+        p.arg = clip(sv, 80);
         out.push_back(p);
         return;
       }
@@ -737,9 +766,40 @@ class FileScanner {
         else if (depth < 6) strings_in(c, depth + 1);
       }
     };
-    uint32_t rows = ts_node_named_child_count(t.b);
-    for (uint32_t i = 0; i < rows && i < kMaxTableRows; ++i) {
-      TSNode row = ts_node_named_child(t.b, i);
+    // rows between #if and #endif sit inside the preprocessor node: every branch is taken.
+    // The C++ grammar reads `#if X` before a row as an error and `X {"A", f}` as a compound
+    // literal of type X: its value is the row, as in C's `(struct s){"A", f}`; after
+    // `#if A || B` or `#if !A` the literal is the last operand of the condition.
+    auto glued_row = [&](TSNode c) {
+      for (int guard = 0; guard < 8 && !ts_node_is_null(c); ++guard) {
+        if (is(c, "compound_literal_expression")) return ts_node_child_by_field_name(c, "value", 5);
+        if (is(c, "binary_expression")) c = ts_node_child_by_field_name(c, "right", 5);
+        else if (is(c, "unary_expression")) c = ts_node_child_by_field_name(c, "argument", 8);
+        else break;
+      }
+      return TSNode{};
+    };
+    std::vector<TSNode> row_nodes;
+    std::function<void(TSNode, int)> rows_in = [&](TSNode list, int depth) {
+      uint32_t k = ts_node_named_child_count(list);
+      TSNode cond = ts_node_child_by_field_name(list, "condition", 9);
+      TSNode name = ts_node_child_by_field_name(list, "name", 4);
+      for (uint32_t j = 0; j < k && row_nodes.size() < kMaxTableRows; ++j) {
+        TSNode c = ts_node_named_child(list, j);
+        if (ts_node_eq(c, cond) || ts_node_eq(c, name)) continue;
+        std::string_view type = ts_node_type(c);
+        bool branch = type == "preproc_if" || type == "preproc_ifdef" || type == "preproc_else" ||
+                      type == "preproc_elif" || type == "preproc_elifdef";
+        if (branch && depth < 6) rows_in(c, depth + 1);
+        else if (type == "compound_literal_expression" || type == "binary_expression" || type == "unary_expression") {
+          TSNode row = glued_row(c);
+          row_nodes.push_back(ts_node_is_null(row) ? c : row);
+        }
+        else if (!type.starts_with("preproc_")) row_nodes.push_back(c);
+      }
+    };
+    rows_in(t.b, 0);
+    for (TSNode row : row_nodes) {
       if (is(row, "ERROR") || ((is(row, "concatenated_string") || is(row, "binary_expression")) && ts_node_has_error(row))) {
         strings_in(row, 0);
         continue;
@@ -807,6 +867,18 @@ class FileScanner {
       else break;
     }
     if (is(v, "identifier") || is(v, "qualified_identifier")) return last_component(text(v));
+    return class_name(v);
+  }
+
+  // The class a type names: T, ns::T, T<int>, in a type descriptor (using A = T<int>); empty
+  // for primitive and other types.
+  std::string class_name(TSNode v) const {
+    for (int guard = 0; guard < 4 && !ts_node_is_null(v); ++guard) {
+      if (is(v, "type_descriptor")) v = ts_node_child_by_field_name(v, "type", 4);
+      else if (is(v, "template_type") || is(v, "template_function")) v = ts_node_child_by_field_name(v, "name", 4);
+      else break;
+    }
+    if (is(v, "type_identifier") || is(v, "qualified_identifier") || is(v, "identifier")) return last_component(text(v));
     return {};
   }
 
@@ -844,6 +916,14 @@ class FileScanner {
         positional_bindings(b);
         continue;
       }
+      if (def >= 0 && is(b.node, "assignment_expression") && is(b.a, "field_expression")) {
+        // the fields a function writes: where it parses the environment, they hold its names
+        TSNode f = ts_node_child_by_field_name(b.a, "field", 5);
+        auto& fields = out_.defs[def].assigned_fields;
+        std::string name = ts_node_is_null(f) ? std::string() : std::string(text(f));
+        if (!name.empty() && fields.size() < kMaxRowItems && std::find(fields.begin(), fields.end(), name) == fields.end())
+          fields.push_back(name);
+      }
       std::string fn = stored_function(b.b);
       if (fn.empty()) continue;
       Binding bind;
@@ -855,8 +935,11 @@ class FileScanner {
         TSNode f = ts_node_child_by_field_name(b.a, "field", 5);
         bind.target = ts_node_is_null(f) ? std::string() : std::string(text(f));
         bind.field = true;
-      } else if (is(b.a, "identifier")) {
+      } else if (is(b.a, "identifier") || is(b.a, "type_identifier")) {
         bind.target = std::string(text(b.a));
+      } else if (is(b.a, "field_identifier")) {
+        bind.target = std::string(text(b.a));
+        bind.field = true;
       } else if (is(b.node, "init_declarator")) {
         bind.target = declared_name(b.a);
       }
@@ -1000,13 +1083,21 @@ class FileScanner {
         member = true;
       } else if (is(f, "identifier")) {
         callee = std::string(text(f));
+      } else if (is(f, "field_identifier")) {
+        callee = std::string(text(f));  // a member initialiser: the member's constructor
+        member = true;
+      } else if (!class_name(f).empty()) {
+        callee = class_name(f);  // Envar<float>(...), a construction T x(...) or T<int> x(...)
       }
     }
     if (callee.empty() || callee.size() > 80) return;
     uint32_t s = ts_node_start_byte(c.node), e = ts_node_end_byte(c.node);
     int def = enclosing(s, e);
     int ln = line(c.node);
-    threading_call(lang_ == Lang::Python ? callee_text : callee, ln, def);
+    // a construction (T x(...), a member initialiser) reads env names only: its type is no
+    // threading call
+    bool construction = is(c.node, "declaration") || is(c.node, "field_initializer");
+    if (!construction) threading_call(lang_ == Lang::Python ? callee_text : callee, ln, def);
     if (lang_ == Lang::Python) threading_call(callee_text, ln, def);
     Call call;
     call.callee = callee;

@@ -21,7 +21,8 @@ struct Piece {
   // Field: one field of every row of a table, e.g. table[i].name or s.name in a loop over the
   // table; text is the table, arg the field (empty: the row itself, names[i] over a table of
   // strings). Each row is a read, cited at the row.
-  enum Kind : uint8_t { Lit, Param, Ident, Stringize, Apply, Field, Unknown };
+  // Member: a field of something that is not a table (block->vars[i].name): text is the field.
+  enum Kind : uint8_t { Lit, Param, Ident, Stringize, Apply, Field, Member, Unknown };
   Piece(Kind k = Unknown, std::string t = {}, int p = -1, bool concat = false)
       : kind(k), text(std::move(t)), param(p), in_concat(concat) {}
   Kind kind = Unknown;
@@ -61,6 +62,8 @@ struct Definition {
   bool init_time = false;   // constructor attribute or an init-like name
   std::string body;         // macros: the replacement text, clipped
   NameExpr name_body;       // macros whose body only builds a name ("LIB_" s, #x): that name
+  bool uses_environ = false;  // names the process environment itself: environ, __environ, _environ
+  std::vector<std::string> assigned_fields;  // x.f = ..., p->f = ...: the fields it writes
 };
 
 // A string constant (#define ENV "X", const char* X = "X"), an object-like macro's raw text

@@ -5,6 +5,7 @@
 // (fp = f, p->get = f, {.get = f}, {1, f}), and a field of each row of a settings table read
 // in a loop (getenv(table[i].name)) is one read per row, cited at the row.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -30,6 +31,9 @@ using Readers = std::unordered_map<std::string, Reader>;
 constexpr int kMaxIndirection = 4;
 // Typedef chains followed to find a struct's fields (typedef a b; typedef b c; ...).
 constexpr int kMaxAliases = 4;
+// Call-graph steps followed from `environ` to the functions that parse it, and from their
+// fields to the parameters that receive a name.
+constexpr int kMaxEnvironmentRounds = 16;
 
 Readers base_readers() {
   Readers r;
@@ -144,13 +148,17 @@ class Resolver {
           fns.push_back(b.function);
       }
     find_stringifiers();
+    find_environment_names();
   }
 
   std::vector<EnvRead> run() {
     fixed_point();
     std::vector<EnvRead> out;
     for (auto& f : files_)
-      for (auto& c : f.calls) resolve_call(f, c, out);
+      for (auto& c : f.calls) {
+        resolve_call(f, c, out);
+        resolve_table_compare(f, c, out);
+      }
     std::sort(out.begin(), out.end(), [](const EnvRead& a, const EnvRead& b) {
       return std::tie(a.name, a.file, a.line) < std::tie(b.name, b.file, b.line);
     });
@@ -384,6 +392,68 @@ class Resolver {
     }
   }
 
+  // Where a library copies the process environment into records of its own
+  // (`parse(block, environ)` fills `vars[i].name = ...`), the names of those records come
+  // from the environment: the parameters that receive `environ` (through calls, to a fixed
+  // point) mark the functions that parse it, the fields those functions write are the
+  // environment's fields, and the parameters that receive such a field (`find(b.vars[i].name)`)
+  // hold an environment variable's name. Fields are matched by name across the tree.
+  void find_environment_names() {
+    using Slot = std::pair<std::string, int>;  // a function's parameter
+    // one call-graph step: the parameters that receive `marked` values or marked parameters
+    auto spread = [&](std::set<Slot>& slots, const std::function<bool(const Piece&)>& marked) {
+      bool changed = true;
+      for (int round = 0; changed && round < kMaxEnvironmentRounds; ++round) {
+        changed = false;
+        for (auto& f : files_)
+          for (auto& c : f.calls)
+            for (size_t i = 0; i < c.args.size(); ++i) {
+              if (c.args[i].expr.size() != 1) continue;
+              const Piece& p = c.args[i].expr[0];
+              bool from_param = p.kind == Piece::Param && c.def >= 0 && slots.count({f.defs[c.def].name, p.param});
+              if ((from_param || marked(p)) && slots.size() < 4096 && slots.insert({c.callee, static_cast<int>(i)}).second)
+                changed = true;
+            }
+      }
+    };
+    std::set<Slot> parsers;
+    spread(parsers, [](const Piece& p) {
+      return p.kind == Piece::Ident && (p.text == "environ" || p.text == "__environ" || p.text == "_environ");
+    });
+    std::set<std::string> parsing;
+    for (auto& [fn, index] : parsers) parsing.insert(fn);
+    for (auto& f : files_)
+      for (auto& d : f.defs)
+        if ((d.uses_environ || parsing.count(d.name)) && environ_fields_.size() < 256)
+          environ_fields_.insert(d.assigned_fields.begin(), d.assigned_fields.end());
+    if (environ_fields_.empty()) return;
+    spread(environ_names_, [&](const Piece& p) { return p.kind == Piece::Member && environ_fields_.count(p.text); });
+  }
+
+  // An argument that holds an environment variable's name taken from the environment itself.
+  bool environment_name(const FileCode& f, const Call& c, const NameExpr& e) const {
+    if (e.size() != 1) return false;
+    if (e[0].kind == Piece::Member) return environ_fields_.count(e[0].text) > 0;
+    return e[0].kind == Piece::Param && c.def >= 0 && environ_names_.count({f.defs[c.def].name, e[0].param});
+  }
+
+  // strcmp(table[i].name, name) with `name` taken from the environment: the loop finds the row
+  // of each variable set, so every row's name is a read (cited at the row).
+  void resolve_table_compare(const FileCode& f, const Call& c, std::vector<EnvRead>& out) {
+    static const std::set<std::string> comparators = {
+        "strcmp", "strncmp", "strcasecmp", "strncasecmp", "_stricmp", "_strnicmp", "stricmp",
+        "strnicmp", "strcmpi", "wcscmp", "wcsncmp", "_wcsicmp", "lstrcmp", "lstrcmpi"};
+    if (environ_fields_.empty() || c.args.size() < 2 || !comparators.count(c.callee)) return;
+    for (int side = 0; side < 2; ++side) {
+      const NameExpr& table = c.args[side].expr;
+      if (table.size() != 1 || table[0].kind != Piece::Field || !environment_name(f, c, c.args[1 - side].expr)) continue;
+      Reader r;
+      r.type = "string";
+      r.via = c.callee;
+      resolve_rows(f, c, r, table, 0, out);
+    }
+  }
+
   void unresolved(const FileCode& f, const Call& c) {
     ++unresolved_;
     if (first_unresolved_.empty()) first_unresolved_ = f.file + ":" + std::to_string(c.line) + " " + c.callee;
@@ -440,6 +510,8 @@ class Resolver {
   std::unordered_map<std::string, NameExpr> builders_;  // macros that build a name: "LIB_" s
   std::unordered_map<std::string, std::vector<std::pair<const FileCode*, const Table*>>> tables_;
   std::unordered_map<std::string, std::vector<std::string>> bindings_;  // .field or pointer -> functions
+  std::set<std::string> environ_fields_;                  // fields that hold the environment's names
+  std::set<std::pair<std::string, int>> environ_names_;  // parameters that receive such a name
   size_t unresolved_ = 0;
   std::string first_unresolved_;
 };

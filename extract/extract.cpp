@@ -306,7 +306,9 @@ Facts extract(const ExtractOptions& opt) {
     for (size_t i = 0; i < entries.size(); ++i)
       if (results[i].has_code && api::is_public_header(entries[i].rel))
         public_headers.emplace_back(entries[i].path, entries[i].rel);
-    facts.api_controls = api::scan_headers(public_headers, opt.include_dirs, facts.diagnostics);
+    std::vector<std::string> knobs;
+    for (auto& e : facts.env_vars) knobs.push_back(e.name);
+    facts.api_controls = api::scan_headers(public_headers, opt.include_dirs, knobs, facts.diagnostics);
   }
   assign_scopes(facts, entries, code_files, keep);
   if (opt.stats) {

@@ -511,6 +511,8 @@ std::string by_path(const std::string& rel) {
     if (file == "setup.py" || file == "conanfile.py" || file == "noxfile.py") return "build";
   }
   if (file == "sconstruct" || file == "sconscript") return "build";
+  // LLVM lit's configurations say how tests run, wherever they sit
+  if (file == "lit.cfg" || file == "lit.local.cfg" || file == "lit.site.cfg" || file == "lit.site.cfg.in") return "test";
   std::vector<std::string> dirs;
   for (auto& part : p.parent_path()) dirs.push_back(lower(part.string()));
   // the innermost folder that says something decides: tools/tests/ holds tests

@@ -174,10 +174,17 @@ Kind kind_by_name(const std::string& rel) {
   if (ext == ".cc" || ext == ".cpp" || ext == ".cxx" || ext == ".c++" || ext == ".hpp" || ext == ".hh" ||
       ext == ".hxx" || ext == ".ipp" || ext == ".inl" || ext == ".tcc" || ext == ".cu" || ext == ".cuh")
     return Kind::Cpp;
-  if (ext == ".in" && (ends_with(name, ".h.in") || ends_with(name, ".c.in"))) return Kind::C;
+  // configure templates of C sources: foo.h.in (autoconf, CMake), omp.h.var, foo.h.cmake
+  if ((ext == ".in" || ext == ".var" || ext == ".cmake") && (ends_with(name, ".h" + ext) || ends_with(name, ".c" + ext)))
+    return Kind::C;
   // DocBook manuals (jemalloc.xml.in): tags around prose, read like HTML.
   if ((ext == ".in" && ends_with(name, ".xml.in")) || ext == ".xml") return Kind::Html;
   if (ext == ".py") return Kind::Python;
+  // Python by convention without the suffix: LLVM lit's test configurations (lit.cfg,
+  // lit.local.cfg, lit.site.cfg.in) and SCons build scripts
+  if (name == "lit.cfg" || name == "lit.local.cfg" || name == "lit.site.cfg" || name == "lit.site.cfg.in" ||
+      name == "sconstruct" || name == "sconscript")
+    return Kind::Python;
   if (ext == ".md" || ext == ".markdown") return Kind::Markdown;
   if (ext == ".rst") return Kind::Rst;
   if (ext == ".texi" || ext == ".texinfo" || ext == ".txi") return Kind::Texinfo;

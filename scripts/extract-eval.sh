@@ -3,7 +3,8 @@
 # lists in tests/extract/expected/, next to what a plain `grep -rn getenv` finds.
 # Usage: scripts/extract-eval.sh [--fetch]   (BUILD_DIR defaults to build; the trees live in
 # .deps/sources, fetched by --fetch through scripts/fetch-sources.sh)
-# Prints a Markdown table; a tree that is not present is listed as "not fetched".
+# Prints a Markdown table; a tree that is not present is listed as "not fetched". Then a second
+# table: each extraction's wall time and peak memory (GNU time, when /usr/bin/time is there).
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-"$here/build"}
@@ -31,6 +32,7 @@ zstd-1.5.7:libzstd-1.5.7+dfsg jemalloc-5.3.0:jemalloc-5.3.0 jemalloc-5.3.1:jemal
 llvm-openmp-16.0.6:llvm-toolchain-16-16.0.6/openmp hwloc-2.9.0:hwloc-2.9.0
 graphicsmagick-1.3.40:graphicsmagick-1.4+really1.3.40"
 
+timings=""
 pct() { awk -v m="$1" -v d="$2" 'BEGIN { if (d == 0) print "n/a"; else printf "%.1f%%", 100 * m / d }'; }
 
 # Library scope: where an expected list has a third column (the scopes a name is read in,
@@ -47,7 +49,13 @@ for p in $pairs; do
   awk '/^\[env\]/{s=1;next} /^\[/{s=0} s && $1 !~ /^#/ && NF {print $1}' "$exp" | sort -u > "$want"
   scoped=$(awk '/^\[env\]/{s=1;next} /^\[/{s=0} s && $1 !~ /^#/ && NF >= 3 {n++} END {print n+0}' "$exp")
   awk '/^\[env\]/{s=1;next} /^\[/{s=0} s && $1 !~ /^#/ && $3 ~ /(^|,)library(,|$)/ {print $1}' "$exp" | sort -u > "$wantlib"
-  "$bin" extract "$dir" --lib "$name" --scope all --json --expected "$exp" > "$log.json" 2> "$log"
+  if [ -x /usr/bin/time ]; then
+    /usr/bin/time -f "%e %M" -o "$log.time" "$bin" extract "$dir" --lib "$name" --scope all --json --expected "$exp" > "$log.json" 2> "$log"
+    timings="$timings| $name | $(awk '{printf "%.1f | %.0f", $1, $2 / 1024}' "$log.time") |
+"
+  else
+    "$bin" extract "$dir" --lib "$name" --scope all --json --expected "$exp" > "$log.json" 2> "$log"
+  fi
   python3 -c "import json,sys; [print(e['name']) for e in json.load(open(sys.argv[1]))['env_vars']]" "$log.json" | sort -u > "$got"
   python3 -c "import json,sys; [print(e['name']) for e in json.load(open(sys.argv[1]))['env_vars'] if e.get('scope', 'library') == 'library']" "$log.json" | sort -u > "$gotlib"
   # what a plain grep shows: quoted names on lines that call getenv
@@ -63,5 +71,11 @@ for p in $pairs; do
     lib="$nel | $(pct "$nml" "$ngl") | $(pct "$nml" "$nel")"
   fi
   echo "| $name | $ne | $(pct "$nm" "$ng") | $(pct "$nm" "$ne") | $(pct "$nrm" "$nr") | $(pct "$nrm" "$ne") | $api | $lib |"
-  rm -f "$want" "$got" "$grepped" "$log" "$log.json" "$wantlib" "$gotlib"
+  rm -f "$want" "$got" "$grepped" "$log" "$log.json" "$log.time" "$wantlib" "$gotlib"
 done
+if [ -n "$timings" ]; then
+  echo
+  echo "| library | extract wall s | peak MB |"
+  echo "|---|---|---|"
+  printf "%s" "$timings"
+fi

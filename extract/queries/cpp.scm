@@ -4,3 +4,13 @@
 
 ; for (auto& s : table) ... s.name: the loop variable stands for each row of the table
 (for_range_loop declarator: (_) @range.var right: (_) @range.table) @range
+
+; constructions, calls of a class's constructor: T x("NAME", 4); and a member initialiser in a
+; constructor's list, X_("NAME", 4) (its class from the member's declaration)
+(declaration type: (_) @construct.type declarator: (init_declarator value: (argument_list) @construct.args)) @construct
+(field_initializer (field_identifier) @construct.type (argument_list) @construct.args) @construct
+; names that stand for a class: using IntEnvar = Envar<int>; typedef Envar<bool> BoolEnvar; and
+; a member's class, UInt32Envar X_;
+(alias_declaration name: (type_identifier) @bind.target type: (type_descriptor) @bind.value) @bind
+(type_definition type: (template_type) @bind.value declarator: (type_identifier) @bind.target) @bind
+(field_declaration type: (_) @bind.value declarator: (field_identifier) @bind.target) @bind

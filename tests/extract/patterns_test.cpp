@@ -434,3 +434,217 @@ TEST(ExtractPatterns, TargetNamesSpeakByWholeWords) {
   Facts f = run(t);
   EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f));
 }
+
+// 3c. Settings tables found by name in a copy of the environment (LLVM OpenMP's shape): the
+// environment is parsed into records (`vars[i].name`), and each variable's row is looked up
+// with strcmp against the table's name field. Every row is a read, cited at the row; rows
+// between #if and #endif (after `#if A || B` and `#if !A` too), in C and in C++, count. A table compared with names that do not come
+// from the environment (a literal passed down, a getenv value) names nothing.
+TEST(ExtractPatterns, TablesComparedWithTheEnvironment) {
+  TempTree t;
+  t.write("src/env_block.c",
+          "#include <string.h>\n"
+          "extern char **environ;\n"
+          "struct var { const char *name; const char *value; };\n"
+          "struct block { struct var *vars; int count; };\n"
+          "static void parse(struct block *b, char **env) {\n"
+          "  int i = 0;\n"
+          "  for (; env[i]; ++i) { b->vars[i].name = env[i]; b->vars[i].value = strchr(env[i], '='); }\n"
+          "  b->count = i;\n"
+          "}\n"
+          "void block_init(struct block *b) { parse(b, environ); }\n");
+  t.write("src/settings.cpp",
+          "#include <string.h>\n"                                                        // 1
+          "struct setting { const char *name; void (*parse)(const char *); int set; };\n"  // 2
+          "typedef struct setting setting_t;\n"                                          // 3
+          "static void p(const char *) {}\n"                                             // 4
+          "static setting_t table[] = {\n"                                               // 5
+          "    {\"LIB_BLOCKTIME\", p, 0},\n"                                             // 6
+          "#if LIB_DEBUG\n"                                                              // 7
+          "    {\"LIB_A_DEBUG\", p, 0},\n"                                               // 8
+          "#endif\n"                                                                     // 9
+          "    {\"LIB_STACKSIZE\", p,\n"                                                 // 10
+          "     0},\n"                                                                   // 11
+          "#if LIB_X86 || LIB_X86_64\n"                                                  // 12
+          "    {\"LIB_FP_CONTROL\", p, 0},\n"                                            // 13
+          "#endif\n"                                                                     // 14
+          "#if !LIB_NO_WAIT\n"                                                           // 15
+          "    {\"LIB_WAIT\", p, 0},\n"                                                  // 16
+          "#endif\n"                                                                     // 17
+          "    {\"\", 0, 0}};\n"                                                         // 18
+          "struct mode { const char *name; int value; };\n"                              // 19
+          "static struct mode modes[] = {{\"FAST_NOT_A_VAR\", 1}, {\"SLOW_NOT_A_VAR\", 2}};\n"
+          "static setting_t *find(const char *name) {\n"                                 // 21
+          "  for (int i = 0; table[i].name[0]; ++i)\n"                                   // 22
+          "    if (strcmp(table[i].name, name) == 0) return &table[i];\n"                // 23
+          "  return 0;\n"                                                                // 24
+          "}\n"                                                                          // 25
+          "static int mode_of(const char *m) {\n"                                        // 26
+          "  for (int i = 0; i < 2; ++i)\n"                                              // 27
+          "    if (!strcmp(modes[i].name, m)) return modes[i].value;\n"                  // 28
+          "  return 0;\n"                                                                // 29
+          "}\n"                                                                          // 30
+          "void settings_init(struct block *b) {\n"                                      // 31
+          "  block_init(b);\n"                                                           // 32
+          "  for (int i = 0; i < b->count; ++i)\n"                                       // 33
+          "    if (setting_t *s = find(b->vars[i].name)) s->parse(b->vars[i].value);\n"  // 34
+          "  mode_of(\"FAST_NOT_A_VAR\");\n"                                             // 35
+          "}\n");
+  t.write("src/plain.c",
+          "#include <string.h>\n"
+          "#include <stdlib.h>\n"
+          "struct level { const char *name; int n; };\n"
+          "static struct level levels[] = {{\"LOW_NOT_A_VAR\", 1}};\n"
+          "int level(void) {\n"
+          "  const char *v = getenv(\"LIB_LEVEL\");\n"
+          "  for (int i = 0; v && i < 1; ++i) if (!strcmp(levels[i].name, v)) return levels[i].n;\n"
+          "  return 0;\n"
+          "}\n");
+  Facts f = run(t);
+  std::set<std::string> want = {"LIB_BLOCKTIME src/settings.cpp:6 library",  "LIB_A_DEBUG src/settings.cpp:8 library",
+                                "LIB_STACKSIZE src/settings.cpp:10 library", "LIB_FP_CONTROL src/settings.cpp:13 library",
+                                "LIB_WAIT src/settings.cpp:16 library",      "LIB_LEVEL src/plain.c:6 library"};
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
+  // the same table in C: the rows under #if are there too
+  TempTree c;
+  c.write("src/env_block.c", "extern char **environ;\nstruct var { const char *name; };\n"
+                             "void fill(struct var *v, char **env) { v[0].name = env[0]; }\n"
+                             "void init(struct var *v) { fill(v, environ); }\n");
+  c.write("src/settings.c",
+          "#include <string.h>\n"                                          // 1
+          "struct setting { const char *name; int set; };\n"               // 2
+          "static struct setting table[] = {\n"                            // 3
+          "#ifdef LIB_X\n"                                                 // 4
+          "  {\"LIB_X_ONLY\", 0},\n"                                       // 5
+          "#else\n"                                                        // 6
+          "  {\"LIB_NOT_X\", 0},\n"                                        // 7
+          "#endif\n"                                                       // 8
+          "  {\"LIB_ALWAYS\", 0}};\n"                                      // 9
+          "int known(struct var *v) {\n"                                   // 10
+          "  for (int i = 0; i < 2; ++i)\n"                                // 11
+          "    if (!strcmp(v[0].name, table[i].name)) return 1;\n"         // 12
+          "  return 0;\n"
+          "}\n");
+  Facts g = run(c);
+  std::set<std::string> want_c = {"LIB_X_ONLY src/settings.c:5 library", "LIB_NOT_X src/settings.c:7 library",
+                                  "LIB_ALWAYS src/settings.c:9 library"};
+  EXPECT_EQ(reads(g), want_c) << "found:\n" << dump(reads(g)) << "wanted:\n" << dump(want_c);
+}
+
+// 2b. Classes whose constructor reads the environment (libomptarget's Envar<T>): the
+// constructor is a reader through `Name.data()`, and each construction is a call: a local
+// `T x("NAME", d)`, a temporary `T("NAME")`, a template `Envar<float>(...)`, through aliases
+// (`using`, `typedef`), and a member initialised in a constructor's list, whose class comes
+// from the member's declaration in another file. A class that does not read, built the same
+// ways, names nothing.
+TEST(ExtractPatterns, ConstructorsThatReadTheEnvironment) {
+  TempTree t;
+  t.write("include/envar.h",
+          "#include <cstdlib>\n"
+          "#include <string>\n"
+          "template <typename Ty> class Envar {\n"
+          "  Ty Data;\n"
+          " public:\n"
+          "  Envar() : Data(Ty()) {}\n"
+          "  Envar(const std::string &Name, Ty Default = Ty()) : Data(Default) {\n"
+          "    if (const char *S = std::getenv(Name.data())) Data = Ty(std::atoi(S));\n"
+          "  }\n"
+          "};\n"
+          "using IntEnvar = Envar<int>;\n"
+          "typedef Envar<bool> BoolEnvar;\n"
+          "class Label {\n"
+          " public:\n"
+          "  Label(const std::string &Text, int N = 0) : T(Text) {}\n"
+          "  std::string T;\n"
+          "};\n"
+          "struct Device {\n"
+          "  Device();\n"
+          "  IntEnvar NumQueues;\n"
+          "  Label Title;\n"
+          "};\n");
+  t.write("src/device.cpp",
+          "#include \"envar.h\"\n"                                            // 1
+          "Device::Device()\n"                                                // 2
+          "    : NumQueues(\"LIB_NUM_QUEUES\", 4),\n"                         // 3
+          "      Title(\"TITLE_NOT_A_VAR\") {}\n"                               // 4
+          "int setup() {\n"                                                   // 5
+          "  BoolEnvar Verbose(\"LIB_VERBOSE\", false);\n"                    // 6
+          "  IntEnvar Depth = IntEnvar(\"LIB_DEPTH\", 2);\n"                  // 7
+          "  auto Factor = Envar<float>(\"LIB_FACTOR\", 0.5f);\n"             // 8
+          "  Label L(\"LABEL_NOT_A_VAR\", 1);\n"                                // 9
+          "  return 0;\n"                                                     // 10
+          "}\n");
+  Facts f = run(t);
+  std::set<std::string> want = {"LIB_NUM_QUEUES src/device.cpp:3 library", "LIB_VERBOSE src/device.cpp:6 library",
+                                "LIB_DEPTH src/device.cpp:7 library", "LIB_FACTOR src/device.cpp:8 library"};
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
+  for (auto& e : f.env_vars)
+    if (e.name == "LIB_NUM_QUEUES") EXPECT_EQ(e.default_value, "4");
+}
+
+// 5. API controls beyond the category words: a configure template (`omp.h.var`, `.h.cmake`) is
+// a public header; a setter named after a variable the library reads (lib_set_stacksize for
+// LIB_STACKSIZE, lib_set_library_serial for LIB_LIBRARY) is a control of it, a setter of
+// nothing read is not; binding calls (cpubind, membind) are affinity controls, the flags named
+// after them and calls that only mention a CPU set are not; private/ and deprecated headers
+// offer none.
+TEST(ExtractPatterns, ApiSettersOfReadVariablesAndBindingCalls) {
+  TempTree t;
+  t.write("src/env.c",
+          "#include <stdlib.h>\n"
+          "void init(void) { getenv(\"LIB_STACKSIZE\"); getenv(\"LIB_LIBRARY\"); getenv(\"LIB_SCHEDULE\"); }\n");
+  t.write("src/include/lib.h.var",
+          "#define LIB_VERSION @LIB_VERSION@\n"                                         // 1
+          "extern void lib_set_stacksize(int size);\n"                                  // 2
+          "extern void lib_set_stacksize_s(unsigned long size);\n"                      // 3
+          "extern void lib_set_library_serial(void);\n"                                 // 4
+          "extern void lib_set_schedule(int kind, int chunk);\n"                        // 5
+          "extern void lib_set_colour(int c);\n"                                        // 6
+          "extern void other_set_stacksize(int size);\n");                              // 7
+  t.write("include/bind.h",
+          "typedef enum { LIB_CPUBIND_PROCESS = 1, LIB_MEMBIND_STRICT = 2 } lib_bind_flags_t;\n"  // 1
+          "typedef struct lib_set* lib_cpuset_t;\n"                                             // 2
+          "int lib_set_cpubind(lib_cpuset_t set, int flags);\n"                                 // 3
+          "int lib_get_membind(lib_cpuset_t set, int* policy, int flags);\n"                    // 4
+          "int lib_cpuset_to_nodeset(lib_cpuset_t set, lib_cpuset_t nodes);\n");                // 5
+  t.write("include/private/internal.h", "int lib_set_internal_cpubind(int set);\n");
+  t.write("include/deprecated.h", "int lib_set_membind_nodeset(int set, int flags);\n");
+  ExtractOptions o;
+  o.paths = {t.root.string()};
+  o.threads = 2;
+  o.scope = "all";
+  Facts f = extract(o);
+  std::set<std::string> got;
+  for (auto& a : f.api_controls) got.insert(a.name + " " + a.category + " " + a.file + ":" + std::to_string(a.line));
+  std::set<std::string> want = {"lib_set_stacksize setting src/include/lib.h.var:2",
+                                "lib_set_stacksize_s setting src/include/lib.h.var:3",
+                                "lib_set_library_serial setting src/include/lib.h.var:4",
+                                "lib_set_schedule setting src/include/lib.h.var:5",
+                                "lib_set_cpubind affinity include/bind.h:3",
+                                "lib_get_membind affinity include/bind.h:4"};
+  EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
+}
+
+// 6. Python without the suffix: LLVM lit's test configurations are read, as test code wherever
+// they sit, their @NAME@ templates too; SCons scripts are build code. An INI-style setup.cfg
+// is not Python and names nothing.
+TEST(ExtractPatterns, LitConfigurationsAndSconsScriptsArePython) {
+  TempTree t;
+  t.write("lit.cfg",
+          "import os\n"                                                         // 1
+          "if 'LIB_TEST_DEVICES' in os.environ:\n"                              // 2
+          "    config.environment['LIB_TEST_DEVICES'] = os.environ['LIB_TEST_DEVICES']\n"
+          "config.name = os.environ.get('LIB_SUITE_NAME', 'lib')\n");           // 4
+  t.write("runtime/test/lit.site.cfg.in",
+          "config.test_compiler = '@CMAKE_C_COMPILER@'\n"                       // 1
+          "config.has_gpu = os.getenv('LIB_HAS_GPU') == '1'\n");                // 2
+  t.write("runtime/test/affinity/lit.local.cfg", "if os.getenv('LIB_AFFINITY_TESTS'): config.unsupported = False\n");
+  t.write("SConstruct", "import os\nenv = Environment(CC=os.environ.get('LIB_SCONS_CC', 'cc'))\n");
+  t.write("setup.cfg", "[metadata]\nname = os.getenv('NOT_PYTHON')\n");
+  Facts f = run(t);
+  std::set<std::string> want = {"LIB_TEST_DEVICES lit.cfg:2 test",  "LIB_TEST_DEVICES lit.cfg:3 test",
+                                "LIB_SUITE_NAME lit.cfg:4 test",    "LIB_HAS_GPU runtime/test/lit.site.cfg.in:2 test",
+                                "LIB_AFFINITY_TESTS runtime/test/affinity/lit.local.cfg:1 test",
+                                "LIB_SCONS_CC SConstruct:2 build"};
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
+}
