@@ -2,10 +2,12 @@
 // `syspilot tune --executor slurm` runs on its node (tuner/slurm.h). One run of the spec's
 // configuration by the live objective, as a local session runs it; the measurement and the
 // node's name are written to RESULT atomically, so the submitter never reads half a result.
+// A spec with an "analysis" object is the session's analysis job: RESULT is the analysis' JSON.
 // Exit codes: 0 the result was written (whether the run succeeded or not), 2 no spec or no result.
 #include <CLI/CLI.hpp>
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "cli/command.h"
@@ -27,12 +29,16 @@ CommandRegistration reg(95, [](CLI::App& app, Context& ctx) {
     std::ostringstream text;
     text << in.rdbuf();
     tuner::TrialSpec s;
+    std::optional<tuner::AnalysisSpec> analysis;
     try {
-      s = tuner::trial_spec_from_json(text.str());
+      analysis = tuner::analysis_spec_from_json(text.str());
+      if (!analysis) s = tuner::trial_spec_from_json(text.str());
     } catch (const std::exception& e) {
       throw UsageError(*spec + ": " + e.what());
     }
-    write_file_atomically(*out, tuner::trial_result_to_json(tuner::run_trial(s)));
+    // The analysis job of `tune --executor slurm`: the analysis' JSON is its result.
+    if (analysis) write_file_atomically(*out, tuner::run_analysis(*analysis));
+    else write_file_atomically(*out, tuner::trial_result_to_json(tuner::run_trial(s)));
     ctx.exit_code = kOk;
   });
 });

@@ -481,18 +481,56 @@ int dry_run(const TuneArgs& a, const Composition& comp, const SpaceEdits& edits,
   return kOk;
 }
 
+// The Slurm options of tune's jobs, writing to `dir` (--slurm-dir when given).
+SlurmOptions slurm_options(const TuneArgs& a, const std::string& dir) {
+  SlurmOptions so;
+  so.partition = a.partition;
+  so.args = a.slurm_args;
+  so.dir = a.slurm_dir.empty() ? dir : a.slurm_dir;
+  std::error_code ec;
+  so.dir = std::filesystem::absolute(so.dir, ec).string();
+  so.syspilot = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  return so;
+}
+
+// The analysis' runs as one job on a node (the submitter is no node): its hypotheses, with the
+// node's verdicts, replace the undecided ones composed here, and its runs are returned (charged
+// to the budget). A job that gives no analysis leaves them undecided, with the reason said.
+int analyse_on_a_node(const TuneArgs& a, const std::string& db, const std::string& binary, int max_runs,
+                      Analysis& an) {
+  SlurmOptions so = slurm_options(a, db + ".slurm/analysis");
+  AnalysisSpec spec;
+  spec.argv = a.argv;
+  spec.argv.front() = binary;
+  std::error_code ec;
+  spec.source = a.source.empty() ? "" : std::filesystem::absolute(a.source, ec).string();
+  spec.manifest = a.manifest.empty() ? "" : std::filesystem::absolute(a.manifest, ec).string();
+  spec.timeout_s = a.timeout;
+  spec.max_runs = max_runs;
+  std::cerr << "tune: --executor slurm: the analysis runs " << a.argv[0] << " as one job on a node (" << so.dir << ")\n";
+  try {
+    SlurmCluster cluster(so);
+    // Each run within the timeout, plus the composition's own time.
+    const int runs = max_runs > 0 ? max_runs + 2 : 12;
+    nlohmann::json j = analyse_on_node(cluster, so.dir, spec, a.timeout * runs + 60);
+    std::vector<Hypothesis> hs = hypotheses_from_json(j);
+    const int spent = profile_runs_from_json(j);
+    std::cerr << "tune: the analysis job ran " << a.argv[0] << " " << spent << " times on "
+              << j.value("node", std::string("its node")) << "\n";
+    an.hypotheses = std::move(hs);
+    return spent;
+  } catch (const std::runtime_error& e) {
+    std::cerr << "tune: " << e.what() << "; the hypotheses stay undecided\n";
+    return 0;
+  }
+}
+
 // The Slurm executor of session `id`: jobs recorded in the store as they are submitted, specs
 // and results in the session's folder (beside the store unless --slurm-dir says where).
 std::unique_ptr<SlurmObjective> slurm_objective(const TuneArgs& a, const std::string& db, std::int64_t id,
                                                 const Space& space, const ObjectiveSpec& os, SessionStore& sessions,
                                                 std::unique_ptr<SlurmCluster>& cluster) {
-  SlurmOptions so;
-  so.partition = a.partition;
-  so.args = a.slurm_args;
-  so.dir = a.slurm_dir.empty() ? db + ".slurm/session-" + std::to_string(id) : a.slurm_dir;
-  std::error_code ec;
-  so.dir = std::filesystem::absolute(so.dir, ec).string();
-  so.syspilot = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  SlurmOptions so = slurm_options(a, db + ".slurm/session-" + std::to_string(id));
   std::unique_ptr<SlurmObjective> slurm;
   try {
     cluster = std::make_unique<SlurmCluster>(so);
@@ -660,12 +698,8 @@ int run_tune(TuneArgs a, Interruption* stop) {
     AnalyzeOptions ao;
     ao.compose = co;
     // On a cluster the submitting machine is no node: what the program does here says little
-    // about a node, so the analysis runs nothing and every run is a job.
-    if (a.executor == "slurm")
-      std::cerr << "tune: --executor slurm: the analysis does not run " << a.argv[0]
-                << " here (this is not a node); its hypotheses stay undecided\n";
-    else
-      ao.profile.run.argv = a.argv;
+    // about a node, so the analysis runs nothing here; its runs are one job on a node.
+    if (a.executor != "slurm") ao.profile.run.argv = a.argv;
     ao.profile.run.timeout_s = a.timeout;
     // The analysis' runs are charged to syspilot's budget: its extra pairs (a probe too close
     // to a threshold to call) take at most half of it, leaving the rest to the search.
@@ -673,8 +707,10 @@ int run_tune(TuneArgs a, Interruption* stop) {
     ao.profile.progress = [](const std::string& line) { std::cerr << "tune: analysis " << line << "\n"; };
     const auto analysis_start = std::chrono::steady_clock::now();
     Analysis an = analyze(ao);
+    int node_runs = 0;
+    if (a.executor == "slurm") node_runs = analyse_on_a_node(a, db, binary, ao.profile.max_runs, an);
     if (stop) stop->checkpoint();  // interrupted during the analysis: its killed runs are no trials
-    if (const int runs = an.profiled ? an.profile.runs() : 0; runs > 0) {
+    if (const int runs = an.profiled ? an.profile.runs() : node_runs; runs > 0) {
       // The analysis' runs are timed as a whole: each is taken to have cost its share.
       const double each =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - analysis_start).count() / runs;
@@ -719,6 +755,8 @@ int run_tune(TuneArgs a, Interruption* stop) {
       analysis_spent = an.profile.runs();
       for (const auto& t : from_analysis) analysis_spent -= t.m.repeats;
     }
+    // The node's runs are spent too; measured on a node, they are no trials here.
+    analysis_spent += node_runs;
     base.argv = a.argv;
     base.budget = a.budget;
     base.seed = a.seed;
@@ -815,7 +853,8 @@ int run_tune(TuneArgs a, Interruption* stop) {
                   << "\n";
       if (analysis_spent > 0)
         std::cerr << "tune: the analysis' other " << analysis_spent
-                  << " runs (probes outside the space, or not read by the objective) are charged too\n";
+                  << (a.executor == "slurm" ? " runs (the analysis job's, on a node) are charged too\n"
+                                            : " runs (probes outside the space, or not read by the objective) are charged too\n");
       runs += analysis_spent;
       if (runs > 0 && runs >= a.budget)
         std::cerr << "tune: the analysis took " << runs << " of the budget's " << a.budget

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 
 #include "lpcl/lpcl.h"
 #include "tuner/analyze.h"
@@ -189,6 +190,52 @@ nlohmann::json to_json(const Analysis& a) {
                      {"message", d.message}, {"hint", d.hint}, {"code", d.code}});
   j["diagnostics"] = diags;
   return j;
+}
+
+std::vector<Hypothesis> hypotheses_from_json(const nlohmann::json& j) {
+  std::vector<Hypothesis> out;
+  try {
+    for (const auto& x : j.at("hypotheses")) {
+      Hypothesis h;
+      h.id = x.at("id").get<std::string>();
+      h.kind = x.value("kind", "");
+      h.title = x.value("title", "");
+      h.libraries = x.value("libraries", std::vector<std::string>{});
+      h.controls = x.value("controls", std::vector<std::string>{});
+      h.constraint = x.value("constraint", "");
+      for (const auto& r : x.value("remedies", nlohmann::json::array())) h.remedies.push_back(r.get<Config>());
+      h.probe = x.value("probe", std::map<std::string, std::string>{});
+      h.symptom = x.value("symptom", "");
+      h.basis = x.value("basis", "");
+      h.reason = x.value("reason", "");
+      const std::string v = x.value("verdict", "unknown");
+      h.verdict = v == "confirmed" ? Verdict::Confirmed : v == "refuted" ? Verdict::Refuted : Verdict::Unknown;
+      for (const auto& e : x.value("evidence", nlohmann::json::array())) {
+        Evidence ev;
+        ev.signal = e.value("signal", "");
+        ev.value = e.contains("value") && e["value"].is_number() ? e["value"].get<double>() : std::nan("");
+        ev.op = e.value("op", "");
+        ev.threshold = e.value("threshold", 0.0);
+        ev.passed = e.value("passed", false);
+        ev.note = e.value("note", "");
+        h.evidence.push_back(ev);
+      }
+      out.push_back(std::move(h));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(std::string("the analysis' hypotheses are malformed: ") + e.what());
+  }
+  return out;
+}
+
+int profile_runs_from_json(const nlohmann::json& j) {
+  if (!j.contains("profile") || !j["profile"].is_object()) return 0;
+  const auto& p = j["profile"];
+  int n = p.contains("default_runs") && p["default_runs"].is_array() ? static_cast<int>(p["default_runs"].size()) : 0;
+  if (p.contains("probes") && p["probes"].is_array())
+    for (const auto& pr : p["probes"])
+      if (pr.is_object() && pr.contains("runs") && pr["runs"].is_array()) n += static_cast<int>(pr["runs"].size());
+  return n;
 }
 
 std::string to_text(const Analysis& a) {

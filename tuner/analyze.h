@@ -280,6 +280,11 @@ std::vector<lpcl::Contract> contracts_of(const Composition& c);
 nlohmann::json to_json(const Composition& c);
 nlohmann::json to_json(const Hypothesis& h);
 nlohmann::json to_json(const Analysis& a);   // schema in docs/analysis.md
+// The hypotheses of an analysis' JSON, with their verdicts and evidence (what guides() and the
+// session need; not the checks or the sources). Throws std::runtime_error when malformed.
+std::vector<Hypothesis> hypotheses_from_json(const nlohmann::json& analysis);
+// The runs of the application an analysis' JSON records (default runs and probes' runs).
+int profile_runs_from_json(const nlohmann::json& analysis);
 std::string to_text(const Analysis& a);      // the human-readable report
 
 }  // namespace syspilot::tuner

@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "tuner/analyze.h"
 #include "tuner/run.h"
 
 namespace syspilot::tuner {
@@ -63,6 +64,36 @@ TrialSpec trial_spec_from_json(const std::string& text) {
     throw std::runtime_error(std::string("trial spec is malformed: ") + e.what());
   }
   if (s.objective.argv.empty()) throw std::runtime_error("trial spec names no program");
+  return s;
+}
+
+std::string analysis_spec_to_json(const AnalysisSpec& s) {
+  return json{{"analysis",
+               {{"argv", s.argv},
+                {"source", s.source},
+                {"manifest", s.manifest},
+                {"timeout_s", s.timeout_s},
+                {"max_runs", s.max_runs}}}}
+      .dump(1);
+}
+
+std::optional<AnalysisSpec> analysis_spec_from_json(const std::string& text) {
+  auto j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw std::runtime_error("spec is not a JSON object");
+  if (!j.contains("analysis")) return std::nullopt;
+  AnalysisSpec s;
+  try {
+    const json& a = j.at("analysis");
+    s.argv = a.at("argv").get<std::vector<std::string>>();
+    s.source = a.value("source", "");
+    s.manifest = a.value("manifest", "");
+    s.timeout_s = a.value("timeout_s", 60.0);
+    s.max_runs = a.value("max_runs", 0);
+  } catch (const json::exception& e) {
+    throw std::runtime_error(std::string("analysis spec is malformed: ") + e.what());
+  }
+  if (s.argv.empty()) throw std::runtime_error("analysis spec names no program");
+  if (!(s.timeout_s > 0) || s.max_runs < 0) throw std::runtime_error("analysis spec: timeout_s must be > 0, max_runs >= 0");
   return s;
 }
 
@@ -299,24 +330,17 @@ ClusterJob SlurmObjective::submit(const Config& c, double limit_s, const std::st
   return j;
 }
 
-Measurement SlurmObjective::await(ClusterJob job, double limit_s, bool retried) {
+bool await_result(Cluster& c, const std::string& job, const std::string& result_path, double poll_s, double unknown_s,
+                  double grace_s, JobStatus& st) {
   using clock = std::chrono::steady_clock;
-  auto ingest = [&] {
-    TrialResult r = trial_result_from_json(read_text(job.result_path));
-    if (job.config.empty() && reference_output_.empty()) reference_output_ = r.reference_output;
-    job.node = r.m.node;
-    if (on_end) on_end(job);
-    return r.m;
-  };
   // The result file is looked for often (it is what ends the wait); the scheduler is asked less
   // often, to notice a job that ended without one.
   auto next_poll = clock::now();
   auto last_known = clock::now();
-  JobStatus st;
   for (;;) {
-    if (fs::exists(job.result_path)) return ingest();
+    if (fs::exists(result_path)) return true;
     if (clock::now() >= next_poll) {
-      st = cluster_.status(job.id);
+      st = c.status(job);
       next_poll = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(poll_s));
       // A job the controller does not answer for may be one it is too busy to report: it is
       // taken as gone only after unknown_s of silence.
@@ -329,9 +353,22 @@ Measurement SlurmObjective::await(ClusterJob job, double limit_s, bool retried) 
   }
   const auto until = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(grace_s));
   while (clock::now() < until) {
-    if (fs::exists(job.result_path)) return ingest();
+    if (fs::exists(result_path)) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+  return false;
+}
+
+Measurement SlurmObjective::await(ClusterJob job, double limit_s, bool retried) {
+  auto ingest = [&] {
+    TrialResult r = trial_result_from_json(read_text(job.result_path));
+    if (job.config.empty() && reference_output_.empty()) reference_output_ = r.reference_output;
+    job.node = r.m.node;
+    if (on_end) on_end(job);
+    return r.m;
+  };
+  JobStatus st;
+  if (await_result(cluster_, job.id, job.result_path, poll_s, unknown_s, grace_s, st)) return ingest();
   job.node = st.node;
   if (on_end) on_end(job);
   const std::string how = (st.state.empty() ? std::string("left the queue") : "ended " + st.state) +
@@ -434,6 +471,52 @@ void SlurmObjective::learn(const ClusterJob& job) {
   } catch (const std::exception&) {
     // A result that cannot be read teaches nothing; adopt() reports it if its trial needs it.
   }
+}
+
+std::string run_analysis(const AnalysisSpec& s) {
+  AnalyzeOptions ao;
+  ao.compose.binary = s.argv.front();
+  ao.compose.source_dir = s.source;
+  ao.compose.manifest = s.manifest;
+  ao.compose.args = s.argv;
+  ao.profile.run.argv = s.argv;
+  ao.profile.run.timeout_s = s.timeout_s;
+  ao.profile.max_runs = s.max_runs;
+  nlohmann::json j = to_json(analyze(ao));
+  j["node"] = node_name();
+  return j.dump();
+}
+
+nlohmann::json analyse_on_node(Cluster& c, const std::string& dir, const AnalysisSpec& s, double limit_s) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  const std::string stem = (fs::path(dir) / ("analysis-" + std::to_string(::getpid()))).string();
+  JobRequest r;
+  r.spec_path = stem + ".spec.json";
+  r.result_path = stem + ".result.json";
+  r.limit_s = limit_s;
+  fs::remove(r.result_path, ec);
+  {
+    std::ofstream out(r.spec_path, std::ios::trunc);
+    out << analysis_spec_to_json(s);
+    if (!out.flush()) throw std::runtime_error("cannot write " + r.spec_path + "; check --slurm-dir");
+  }
+  const std::string job = c.submit(r);
+  JobStatus st;
+  if (!await_result(c, job, r.result_path, 0.25, 10, 3, st)) {
+    std::string output;
+    try {
+      output = trimmed(tail(read_text((fs::path(dir) / ("job-" + job + ".out")).string()), 300));
+    } catch (const std::exception&) {
+    }
+    throw std::runtime_error("the analysis job " + job + (st.node.empty() ? "" : " on " + st.node) + " " +
+                             (st.state.empty() ? std::string("left the queue") : "ended " + st.state) +
+                             " without a result" + (output.empty() ? std::string() : ": " + output));
+  }
+  auto j = json::parse(read_text(r.result_path), nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("hypotheses"))
+    throw std::runtime_error("the analysis job " + job + " wrote no analysis to " + r.result_path);
+  return j;
 }
 
 }  // namespace syspilot::tuner

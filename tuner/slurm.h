@@ -4,6 +4,8 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +38,23 @@ TrialResult trial_result_from_json(const std::string& text);  // throws std::run
 // The node's side: one run of the spec by the live objective, as a local session runs it.
 TrialResult run_trial(const TrialSpec& spec);
 
+// The analysis job of `syspilot tune --executor slurm`: the analysis of the application
+// (composition, hypotheses, profile) run on a node, as tune runs it locally. The submitter is
+// no node: how the program behaves there says nothing of a node. Its result is the analysis'
+// JSON (to_json(Analysis), docs/analysis.md).
+struct AnalysisSpec {
+  std::vector<std::string> argv;  // argv[0] a path the node sees
+  std::string source, manifest;   // tune's --source and --manifest ("" none); jobs never open the
+                                  // store (SQLite over a network filesystem is not safe)
+  double timeout_s = 60;          // per run of the application
+  int max_runs = 0;               // ProfileOptions::max_runs (0: no limit)
+};
+std::string analysis_spec_to_json(const AnalysisSpec& s);
+// nullopt for a trial spec (no "analysis" object); throws std::runtime_error when malformed.
+std::optional<AnalysisSpec> analysis_spec_from_json(const std::string& text);
+// The node's side: the analysis' JSON text.
+std::string run_analysis(const AnalysisSpec& s);
+
 // A job as the executor asks for it: one node to itself, the run's time limit, where to write.
 struct JobRequest {
   std::string spec_path, result_path;
@@ -61,6 +80,18 @@ class Cluster {
   virtual std::string submit(const JobRequest& r) = 0;
   virtual JobStatus status(const std::string& job) = 0;
 };
+
+// Waits for a job's result file: looked for often, the scheduler asked every `poll_s` to notice
+// a job that ended without one (a job it does not know is taken as gone after `unknown_s`, then
+// the result may lag by `grace_s`). True when the result is there; otherwise `last` holds the
+// job's last known state.
+bool await_result(Cluster& c, const std::string& job, const std::string& result_path, double poll_s, double unknown_s,
+                  double grace_s, JobStatus& last);
+
+// The analysis as a job: writes the spec to `dir`, submits it with a limit of
+// `limit_s`, waits, and returns the analysis' JSON. Throws std::runtime_error saying why there is
+// none (the job could not be submitted, ended without a result, or wrote no analysis).
+nlohmann::json analyse_on_node(Cluster& c, const std::string& dir, const AnalysisSpec& s, double limit_s);
 
 struct SlurmOptions {
   std::string partition;               // --partition ("" the cluster's default)
