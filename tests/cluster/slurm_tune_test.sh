@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Slurm.Tune*: `syspilot tune --executor slurm` on a real one-node Slurm cluster
 # (scripts/slurm-cluster.sh, its own STATE_DIR, stopped on failure too). Usage:
-#   slurm_tune_test.sh SYSPILOT OMP_LOOP CASE
+#   slurm_tune_test.sh SYSPILOT OMP_LOOP CASE [PROGRAM]
 # CASE: omp       a session of tests/tuner/programs/omp_loop stores its trials with their node,
 #                 as many runs as jobs ran (the ledger and the cluster's jobcomp log agree)
 #       crash     a configuration that crashes is a failed trial, and the session goes on; sbatch
@@ -11,6 +11,9 @@
 #                 the cluster ran)
 #       nodedown  the node set DOWN while its job runs: the job is lost (NODE_FAIL), resubmitted
 #                 once, and runs when the node is resumed; the session completes
+#       analysis  (PROGRAM: tests/tuner/programs/spin_pool) the analysis' runs are one job on the
+#                 node: its verdicts guide the search (a confirmed hypothesis, stored with the
+#                 session) and its runs are charged to the budget; the job is not in the ledger
 # Needs root and Debian's Slurm packages (scripts/setup.sh): without them it fails, not skips.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -82,7 +85,8 @@ tune() { timeout 300 "$syspilot" tune --executor slurm --db "$db" --verify 0 --n
 case "$case_" in
 omp)
   step "tune omp_loop on the cluster, budget 6"
-  tune --budget 6 --strategy grid --add OMP_NUM_THREADS=1,2 --add OMP_WAIT_POLICY=active,passive \
+  # 6 configurations and the default: more than the budget, whatever the analysis job decides.
+  tune --budget 6 --strategy grid --add OMP_NUM_THREADS=1,2,4 --add OMP_WAIT_POLICY=active,passive \
     -- "$omp_loop" 200 20000 > "$work/out.log" 2> "$work/tune.log" || fail "tune exited $?"
   [ "$(q "SELECT status FROM tune_sessions WHERE id = 1")" = finished ] || fail "session 1 is not finished"
   [ "$(q "SELECT COALESCE(SUM(repeats), 0) FROM tune_trials WHERE session_id = 1")" = 6 ] \
@@ -173,6 +177,24 @@ nodedown)
   [ "$(q "SELECT COUNT(*) FROM tune_trials WHERE session_id = 1 AND ok = 1")" = 3 ] \
     || fail "a trial failed: $(q "SELECT idx, config, failure FROM tune_trials")"
   check_accounting 1
+  ;;
+analysis)
+  prog=${4:?the analysis case needs the spin_pool program}
+  step "the analysis runs as one job on the node; its verdicts guide the search"
+  tune --budget 8 -- "$prog" > "$work/out.log" 2> "$work/tune.log" || fail "tune exited $?"
+  grep -q "the analysis job ran .* [1-9][0-9]* times on $node" "$work/tune.log" \
+    || fail "no analysis job on $node: $(grep analysis "$work/tune.log")"
+  grep -q "^tune: hypothesis .*: confirmed" "$work/tune.log" || fail "no hypothesis confirmed on the node"
+  grep -q "stay undecided" "$work/tune.log" && fail "the hypotheses stayed undecided"
+  [ "$(q "SELECT guides FROM tune_sessions WHERE id = 1")" != "[]" ] || fail "the session stored no guide"
+  spent=$(q "SELECT json_extract(options, '$.analysis_spent') FROM tune_sessions WHERE id = 1")
+  [ "${spent:-0}" -ge 1 ] || fail "the analysis job's runs were not charged (analysis_spent '$spent')"
+  trial_runs=$(q "SELECT COALESCE(SUM(repeats), 0) FROM tune_trials WHERE session_id = 1")
+  [ $((trial_runs + spent)) -le 8 ] || fail "$trial_runs trial runs and $spent analysis runs exceed the budget of 8"
+  check_accounting 1
+  all=$(grep -c 'JobState=COMPLETED' "$state/log/jobcomp.log" || true)
+  [ "$all" = $(( $(jobcomp_states 1 | grep -c '^COMPLETED$' || true) + 1 )) ] \
+    || fail "the cluster completed $all jobs: not the ledger's and one analysis job"
   ;;
 *) fail "unknown case $case_" ;;
 esac

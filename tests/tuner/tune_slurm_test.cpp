@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 
+#include "tuner/analyze.h"
 #include "tuner/slurm.h"
 
 namespace syspilot::tuner {
@@ -309,4 +311,91 @@ TEST(SlurmCluster, SbatchArguments) {
 }
 
 }  // namespace
+}  // namespace syspilot::tuner
+
+namespace syspilot::tuner {
+namespace {
+
+// A cluster whose one job is the analysis: it answers with a stored analysis, or loses the job.
+class AnalysisCluster : public Cluster {
+ public:
+  std::string answer;  // the analysis' JSON the node writes ("" : the job ends without one)
+  std::vector<JobRequest> requests;
+  std::string submit(const JobRequest& r) override {
+    requests.push_back(r);
+    if (!answer.empty()) std::ofstream(r.result_path) << answer;
+    return std::to_string(requests.size());
+  }
+  JobStatus status(const std::string&) override { return {answer.empty() ? "NODE_FAIL" : "COMPLETED", "n1", "None"}; }
+};
+
+}  // namespace
+
+// The analysis job's spec round-trips and is told from a trial spec; its result's hypotheses come
+// back with their verdicts and evidence, so that guides() ranks them as on the node; a job that
+// ends without a result is an error that says so.
+TEST(SlurmAnalysis, VerdictsComeBackFromTheNode) {
+  AnalysisSpec spec;
+  spec.argv = {"/bin/prog", "3"};
+  spec.source = "/src";
+  spec.timeout_s = 7;
+  spec.max_runs = 4;
+  auto back = analysis_spec_from_json(analysis_spec_to_json(spec));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->argv, spec.argv);
+  EXPECT_EQ(back->source, "/src");
+  EXPECT_EQ(back->timeout_s, 7);
+  EXPECT_EQ(back->max_runs, 4);
+  EXPECT_FALSE(analysis_spec_from_json(R"({"space": {}, "objective": {}, "config": {}})"));
+  EXPECT_THROW(analysis_spec_from_json(R"({"analysis": {"argv": []}})"), std::runtime_error);
+  EXPECT_THROW(analysis_spec_from_json(R"({"analysis": {"argv": ["x"], "timeout_s": -1}})"), std::runtime_error);
+
+  Analysis an;
+  Hypothesis h;
+  h.id = "spin_interference:a>b";
+  h.kind = "spin_interference";
+  h.controls = {"OMP_WAIT_POLICY"};
+  h.remedies = {{{"OMP_WAIT_POLICY", "passive"}}};
+  h.verdict = Verdict::Confirmed;
+  h.evidence = {{"probe.cpu_ratio", 2.2, ">=", 1.15, true, ""}, {"cpu_util", std::nan(""), ">=", 0.5, false, ""}};
+  Hypothesis r = h;
+  r.id = "corun_oversubscription:a>b";
+  r.verdict = Verdict::Refuted;
+  an.hypotheses = {h, r};
+  an.profiled = true;
+  an.profile.default_runs.resize(2);
+  an.profile.probes.resize(1);
+  an.profile.probes[0].runs.resize(1);
+  AnalysisCluster cluster;
+  cluster.answer = to_json(an).dump();
+  fs::path dir = fs::temp_directory_path() / ("syspilot-slurm-analysis-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  nlohmann::json j = analyse_on_node(cluster, dir.string(), spec, 100);
+  ASSERT_EQ(cluster.requests.size(), 1u);
+  EXPECT_EQ(cluster.requests[0].limit_s, 100);
+  EXPECT_EQ(analysis_spec_from_json(read(cluster.requests[0].spec_path))->argv, spec.argv);
+  auto hs = hypotheses_from_json(j);
+  ASSERT_EQ(hs.size(), 2u);
+  EXPECT_EQ(hs[0].verdict, Verdict::Confirmed);
+  EXPECT_EQ(hs[1].verdict, Verdict::Refuted);
+  EXPECT_TRUE(std::isnan(hs[0].evidence[1].value));
+  EXPECT_EQ(profile_runs_from_json(j), 3);
+  auto here = guides(an.hypotheses), there = guides(hs);
+  ASSERT_EQ(there.size(), 1u);
+  EXPECT_EQ(there[0].id, here[0].id);
+  EXPECT_DOUBLE_EQ(there[0].weight, here[0].weight);
+  EXPECT_EQ(there[0].remedies, here[0].remedies);
+
+  cluster.answer.clear();
+  try {
+    analyse_on_node(cluster, dir.string(), spec, 100);
+    ADD_FAILURE() << "a lost analysis job gave an analysis";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("the analysis job 2 on n1 ended NODE_FAIL without a result"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(hypotheses_from_json(nlohmann::json::parse(R"({"hypotheses": [{"kind": "x"}]})")), std::runtime_error);
+  fs::remove_all(dir);
+}
+
 }  // namespace syspilot::tuner
