@@ -1,6 +1,7 @@
 // `syspilot synth` as a process: exit codes, output file, summary, and the store.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -17,7 +18,8 @@ const std::string kBin = std::string(SYSPILOT_BINARY_DIR) + "/syspilot";
 const std::string kFacts = std::string(SYSPILOT_SOURCE_DIR) + "/corpus/facts/zstd.json";
 
 int run(const std::string& cmd, std::string* err = nullptr) {
-  const std::string errf = ::testing::TempDir() + "/synth-cli.err";
+  // One file per process: ctest -j runs the tests of this binary side by side.
+  const std::string errf = ::testing::TempDir() + "/synth-cli-" + std::to_string(::getpid()) + ".err";
   int rc = std::system((cmd + " 2>" + errf + " >/dev/null").c_str());
   if (err) {
     std::ifstream in(errf);
@@ -25,6 +27,8 @@ int run(const std::string& cmd, std::string* err = nullptr) {
     ss << in.rdbuf();
     *err = ss.str();
   }
+  std::error_code ec;
+  std::filesystem::remove(errf, ec);
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
