@@ -467,7 +467,9 @@ struct Service::Impl {
     }
     bool want_lpcl = req.get_param_value("format") == "lpcl" ||
                      req.get_header_value("Accept").find("text/x-lpcl") != std::string::npos;
-    std::string etag = "\"" + rec->digest + (want_lpcl ? "-lpcl" : "-json") + "\"";
+    // The JSON also says whether the revision is reviewed, which changes without its text.
+    std::string etag = "\"" + rec->digest +
+                       (want_lpcl ? "-lpcl" : std::string("-json-") + store::to_string(rec->review)) + "\"";
     res.set_header("ETag", etag);
     res.set_header("Vary", "Accept");
     res.set_header("Cache-Control", "no-cache");
@@ -977,6 +979,9 @@ struct Service::Impl {
     route("GET", "/v1/whoami", "/v1/whoami", std::nullopt, bind(&Impl::whoami));
     route("GET", "/", "/", std::nullopt, bind(&Impl::dashboard_page));
     route("GET", R"(/assets/([^/]+))", "/assets/{name}", std::nullopt, bind(&Impl::dashboard_asset));
+    // Browsers ask for it on any page without an icon of its own (an asset opened alone).
+    route("GET", "/favicon.ico", "/favicon.ico", std::nullopt,
+          [this](const httplib::Request& q, httplib::Response& s) { asset(q, s, "icon.svg"); });
   }
 };
 

@@ -23,7 +23,7 @@ json chosen_configuration(const tuner::SessionInfo& s, const json& session) {
   const json& result = session["result"];
   json chosen = json::object();
   tuner::Config config;
-  if (result.is_object() && result.value("verdict", std::string()) != "failed" && result.contains("config") &&
+  if (result.is_object() && !(result.contains("verdict") && result["verdict"] == "failed") && result.contains("config") &&
       result["config"].is_object()) {
     config = tuner::config_from_json(result["config"].dump());
     chosen["source"] = result.contains("minimise") && result["minimise"].is_object() ? "minimised" : "best";
@@ -96,7 +96,9 @@ json sessions_view(store::Database& db, int limit) {
                  {"executor", options.value("executor", json("local"))},
                  {"verdict", result.value("verdict", json())},
                  {"analysis", analysis_id_of(s)},
-                 {"compare", options.contains("compare") ? options["compare"].value("strategies", json()) : json()}};
+                 {"compare", options.contains("compare") && options["compare"].is_object()
+                                 ? options["compare"].value("strategies", json())
+                                 : json()}};
     if (result.contains("speedup") && result["speedup"].is_number()) {
       item["speedup"] = result["speedup"];
       item["speedup_spread"] = result.value("speedup_spread", json());

@@ -98,6 +98,14 @@ function setSection(name) {
 }
 
 // --- libraries -------------------------------------------------------------------------
+// A stored version's revision, status, drafter (with its model), review and date.
+function versionCells(v) {
+  return [h('td', {class: 'num'}, v.revision), h('td', {}, badge(v.status)),
+          h('td', {}, v.drafter + (v.model ? ' (' + v.model + ')' : '')),
+          h('td', {}, v.review === 'reviewed' ? badge('reviewed') : h('span', {class: 'muted'}, 'draft')),
+          h('td', {class: 'nowrap'}, when(v.created_at))];
+}
+
 async function librariesPage() {
   setSection('libraries');
   const libs = (await api('/v1/libraries')).libraries;
@@ -108,11 +116,7 @@ async function librariesPage() {
     (l.stored || []).slice().reverse().forEach((v, k) => rows.push(h('tr', {},
       h('td', {}, k !== 0 ? '' : valid(l.name) ? link(l.name, 'library', l.name) : l.name),
       h('td', {}, valid(l.name) ? link(v.version, 'contract', l.name, v.version) : v.version),
-      h('td', {class: 'num'}, v.revision),
-      h('td', {}, badge(v.status)),
-      h('td', {}, v.drafter + (v.model ? ' (' + v.model + ')' : '')),
-      h('td', {}, v.review === 'reviewed' ? badge('reviewed') : h('span', {class: 'muted'}, 'draft')),
-      h('td', {class: 'nowrap'}, when(v.created_at)))));
+      versionCells(v))));
   }
   page(
     h('h1', {}, 'Libraries and their versions'),
@@ -135,10 +139,8 @@ async function libraryPage(lib) {
     h('h1', {}, lib),
     table(['version', 'revision', 'status', 'drafter', 'review', 'made', 'digest'],
           vs.slice().reverse().map((v) => h('tr', {},
-            h('td', {}, link(v.version, 'contract', lib, v.version)), h('td', {class: 'num'}, v.revision),
-            h('td', {}, badge(v.status)), h('td', {}, v.drafter + (v.model ? ' (' + v.model + ')' : '')),
-            h('td', {}, v.review === 'reviewed' ? badge('reviewed') : h('span', {class: 'muted'}, 'draft')),
-            h('td', {class: 'nowrap'}, when(v.created_at)), h('td', {}, h('code', {}, String(v.digest).slice(0, 12)))))),
+            h('td', {}, link(v.version, 'contract', lib, v.version)), versionCells(v),
+            h('td', {}, h('code', {}, String(v.digest).slice(0, 12)))))),
     vs.length > 1 ? form : h('p', {class: 'muted'}, 'One version stored: nothing to compare yet.'));
   ready('library');
 }
@@ -493,7 +495,10 @@ async function jobPage(id, gen) {
       res.library && res.version && res.status === 'stored'
         ? [h('dt', {}, 'contract'), h('dd', {}, link(res.library + ' ' + res.version, 'contract', res.library, res.version))] : null),
     canWrite() && (j.state === 'queued' || j.state === 'running')
-      ? h('button', {type: 'button', onclick: async () => { await api(apiPath('jobs', j.id), {method: 'DELETE'}); show((g) => jobPage(id, g)); }}, 'Cancel') : null,
+      ? h('button', {type: 'button', onclick: async () => {
+          try { await api(apiPath('jobs', j.id), {method: 'DELETE'}); } catch (e) { main().prepend(errorBox(e)); return; }
+          show((g) => jobPage(id, g));
+        }}, 'Cancel') : null,
     h('h2', {}, 'Log'),
     h('pre', {class: 'log', id: 'log'}, (j.log || []).map((l) => (typeof l === 'string' ? l : JSON.stringify(l)) + '\n')),
     (j.diagnostics || []).length ? [h('h2', {}, 'Diagnostics'), h('ul', {}, j.diagnostics.map((d) => h('li', {},

@@ -112,6 +112,21 @@ std::string fill_store(World& w) {
   return "";
 }
 
+// A successful trial of one run, as `syspilot tune` stores it.
+void add_trial(tuner::SessionStore& sessions, std::int64_t id, int index, const std::string& strategy,
+               const tuner::Config& config, double value) {
+  tuner::Trial t;
+  t.index = index;
+  t.strategy = strategy;
+  t.config = config;
+  t.m.ok = true;
+  t.m.value = value;
+  t.m.repeats = 1;
+  t.m.samples = {value};
+  t.runs_before = index;
+  sessions.add_trial(id, t);
+}
+
 class Dashboard : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -319,29 +334,44 @@ TEST_F(Dashboard, ARunningSessionUpdatesWhileWatched) {
   info.budget = 5;
   info.space_json = R"({"params":[{"name":"OMP_NUM_THREADS","values":["1","2"],"default":"2","kind":"env"}]})";
   std::int64_t id = sessions.create(info);
-  auto trial = [&](int i, const tuner::Config& c, double v) {
-    tuner::Trial t;
-    t.index = i;
-    t.strategy = "random";
-    t.config = c;
-    t.m.ok = true;
-    t.m.value = v;
-    t.m.repeats = 1;
-    t.m.samples = {v};
-    t.runs_before = i;
-    sessions.add_trial(id, t);
-  };
-  trial(0, {}, 1.0);
+  add_trial(sessions, id, 0, "random", {}, 1.0);
   open("session/" + std::to_string(id), "session");
   EXPECT_EQ(count("table.trials tbody tr"), 1);
   EXPECT_GT(count(".live"), 0);
-  trial(1, {{"OMP_NUM_THREADS", "1"}}, 0.5);
+  add_trial(sessions, id, 1, "random", {{"OMP_NUM_THREADS", "1"}}, 0.5);
   EXPECT_TRUE(b().wait_for("document.querySelectorAll('table.trials tbody tr').length === 2", 10))
       << "the page did not show the new trial";
   EXPECT_TRUE(b().wait_for("document.getElementById('export').textContent === 'export OMP_NUM_THREADS=1'", 10));
   sessions.finish(id, "finished");
   EXPECT_TRUE(b().wait_for("document.querySelectorAll('.live').length === 0 && document.querySelector('h1 .badge')"
                            ".textContent === 'finished'", 10));
+}
+
+TEST_F(Dashboard, ComparedStrategiesArePlottedSideBySide) {
+  // The sessions of one `tune --compare` share a group in their options (cli/tune_cmd.cpp).
+  tuner::SessionStore sessions(world->db);
+  std::vector<std::int64_t> ids;
+  for (std::string strategy : {"syspilot", "random", "optuna-tpe"}) {
+    tuner::SessionInfo info;
+    info.argv = {"/usr/bin/true"};
+    info.strategy = strategy;
+    info.budget = 4;
+    info.space_json = R"({"params":[{"name":"OMP_NUM_THREADS","values":["1","2"],"default":"2","kind":"env"}]})";
+    info.options_json = R"({"compare":{"group":"test-group","strategies":["syspilot","random","optuna-tpe"]}})";
+    ids.push_back(sessions.create(info));
+    for (int i = 0; i < 3; ++i)
+      add_trial(sessions, ids.back(), i, strategy,
+                i == 0 ? tuner::Config{} : tuner::Config{{"OMP_NUM_THREADS", i == 1 ? "1" : "2"}},
+                1.0 - 0.1 * i - 0.01 * static_cast<double>(ids.size()));
+    sessions.finish(ids.back(), "finished");
+  }
+  open("session/" + std::to_string(ids[1]), "session");
+  EXPECT_EQ(count("#plot svg.plot path.best"), 3);
+  EXPECT_EQ(count("#plot svg.plot circle.trial"), 9);
+  std::string legend = text("#plot .legend");
+  for (const char* s : {"random", "syspilot", "optuna-tpe"}) EXPECT_NE(legend.find(s), std::string::npos) << legend;
+  open("sessions", "sessions");
+  EXPECT_NE(text("table.sessions").find("(compared)"), std::string::npos);
 }
 
 TEST_F(Dashboard, AnalysisShowsEachVerdictAndTheNumbersThatDecidedIt) {

@@ -91,7 +91,7 @@ struct DashboardApi : ::testing::Test {
 
 TEST_F(DashboardApi, ThePageAndItsAssetsCarryTheSecurityHeaders) {
   start();
-  for (std::string path : {"/", "/assets/app.js", "/assets/style.css", "/assets/dom.js", "/assets/icon.svg"}) {
+  for (std::string path : {"/", "/assets/app.js", "/assets/style.css", "/assets/dom.js", "/assets/icon.svg", "/favicon.ico"}) {
     auto r = get(path);
     ASSERT_TRUE(r) << path;
     EXPECT_EQ(r->status, 200) << path;

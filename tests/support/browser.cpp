@@ -10,7 +10,6 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +18,8 @@
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
+
+#include "tuner/run.h"
 
 extern char** environ;
 
@@ -30,20 +31,8 @@ std::string find_chromium() {
   if (const char* e = std::getenv("SYSPILOT_CHROMIUM"); e && *e) return access(e, X_OK) == 0 ? e : "";
   // Debian's binary, without the wrapper script that adds its extension and API-key settings.
   if (access("/usr/lib/chromium/chromium", X_OK) == 0) return "/usr/lib/chromium/chromium";
-  const char* path = std::getenv("PATH");
-  std::string dirs = path && *path ? path : "/usr/bin:/bin";
-  for (const char* name : {"chromium", "chromium-browser"}) {
-    size_t start = 0;
-    while (start <= dirs.size()) {
-      size_t end = dirs.find(':', start);
-      std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
-      std::string full = (dir.empty() ? "." : dir) + "/" + name;
-      struct stat st{};
-      if (stat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(full.c_str(), X_OK) == 0) return full;
-      if (end == std::string::npos) break;
-      start = end + 1;
-    }
-  }
+  for (const char* name : {"chromium", "chromium-browser"})
+    if (std::string found = tuner::find_on_path(name); !found.empty()) return found;
   return "";
 }
 
