@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "store/store.h"
 #include "tests/cli/cli_support.h"
 #include "tuner/session.h"
 
@@ -46,6 +47,37 @@ TEST(AnalyzeCli, KeepsTheAnalysisInTheStore) {
   ASSERT_EQ(r.exit, 0) << r.err;
   EXPECT_EQ(tuner::SessionStore(db).analyses().size(), 1u);
   EXPECT_EQ(r.err.find("kept in"), std::string::npos) << r.err;
+}
+
+}  // namespace
+
+namespace {
+
+// A store written before analyses were kept (tuner schema 3) gains the table when opened, and
+// keeps its sessions.
+TEST(AnalysesStore, AnOlderStoreIsMigrated) {
+  TempDir dir;
+  const std::string db = dir.file("old.db");
+  std::int64_t id = 0;
+  {
+    tuner::SessionStore st(db);
+    tuner::SessionInfo s;
+    s.argv = {"/bin/true"};
+    s.strategy = "random";
+    s.budget = 3;
+    s.space_json = R"({"params":[]})";
+    id = st.create(s);
+  }
+  {
+    store::Database raw(db);
+    raw.exec("DROP TABLE tune_analyses; DELETE FROM schema_migrations WHERE component = 'tuner' AND version = 4;");
+    EXPECT_EQ(raw.schema_version("tuner"), 3);
+  }
+  tuner::SessionStore st(db);
+  EXPECT_TRUE(st.analyses().empty());
+  ASSERT_TRUE(st.get(id));
+  EXPECT_EQ(st.add_analysis({"/bin/true"}, "analyze", R"({"hypotheses":[]})"), 1);
+  EXPECT_EQ(store::Database(db).schema_version("tuner"), 4);
 }
 
 }  // namespace
