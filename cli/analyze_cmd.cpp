@@ -10,6 +10,7 @@
 #include "cli/command.h"
 #include "tuner/analyze.h"
 #include "tuner/run.h"
+#include "tuner/session.h"
 #ifdef HAVE_SYSPILOT_STORE
 #include "store/store.h"
 #endif
@@ -21,7 +22,7 @@ struct AnalyzeArgs {
   std::vector<std::string> app;
   std::string source, manifest, db, rules;
   std::vector<std::string> contracts, env;
-  bool json = false, quiet = false, no_probe = false, no_profile = false, no_synth = false;
+  bool json = false, quiet = false, no_probe = false, no_profile = false, no_synth = false, no_store = false;
   double timeout = 60;
   int repeats = 1;
   int overhead = 0;
@@ -71,6 +72,23 @@ std::string default_db() {
 #endif
 }
 
+// Keeps the analysis in the store, where `syspilot serve` (and its dashboard) reads it: the
+// --db store, else the default one. A store that cannot be written costs a warning, not the
+// analysis.
+void keep_analysis(const AnalyzeArgs& a, const tuner::Analysis& an) {
+#ifdef HAVE_SYSPILOT_STORE
+  std::string db = a.db.empty() ? store::default_db_path() : a.db;
+  try {
+    tuner::SessionStore sessions(db);
+    auto id = sessions.add_analysis(a.app, "analyze", tuner::to_json(an).dump(-1, ' ', false,
+                                                                               nlohmann::json::error_handler_t::replace));
+    if (!a.quiet) std::cerr << "analyze: analysis " << id << " kept in " << db << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "analyze: warning: the analysis was not kept in " << db << ": " << e.what() << "\n";
+  }
+#endif
+}
+
 void register_analyze(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<AnalyzeArgs>();
   auto* cmd = app.add_subcommand(
@@ -94,6 +112,8 @@ void register_analyze(CLI::App& app, Context& ctx) {
   cmd->add_flag("--no-probe", a->no_probe, "Only the default run; verdicts needing a probe stay unknown");
   cmd->add_flag("--no-profile", a->no_profile, "Compose and derive hypotheses without running the application");
   cmd->add_flag("--no-synth", a->no_synth, "Do not draft contracts for libraries that have none");
+  cmd->add_flag("--no-store", a->no_store,
+                "Do not keep the analysis in the store (--db, else the default store), where `syspilot serve` shows it");
   cmd->add_option("--overhead", a->overhead,
                   "Benchmark: N interleaved runs with and without profiling; print the overhead")
       ->check(CLI::Range(1, 100));
@@ -143,6 +163,7 @@ void register_analyze(CLI::App& app, Context& ctx) {
         ctx.exit_code = kUsage;
         return;
       }
+    if (!a->no_store) keep_analysis(*a, an);
     if (a->json) {
       std::cout << tuner::to_json(an).dump(2) << "\n";
     } else {

@@ -1,13 +1,12 @@
 // Shared by the commands: writing an output file through a temporary file and a rename, and
-// quoting a value for the shell.
+// quoting a value for the shell (tuner::shell_quote, shared with the service).
 #include <unistd.h>
 
-#include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <fstream>
 
 #include "cli/command.h"
+#include "tuner/space.h"
 
 namespace syspilot::cli {
 
@@ -28,14 +27,6 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   }
 }
 
-std::string shell_quote(const std::string& v) {
-  bool plain = !v.empty() && std::all_of(v.begin(), v.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || std::string("_-./:,=+@%").find(c) != std::string::npos;
-  });
-  if (plain) return v;
-  std::string q = "'";
-  for (char c : v) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+std::string shell_quote(const std::string& v) { return tuner::shell_quote(v); }
 
 }  // namespace syspilot::cli

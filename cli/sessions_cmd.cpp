@@ -228,7 +228,7 @@ int print_export(const SessionInfo& x, const std::vector<Trial>& trials, bool js
                      .dump(2)
               << "\n";
   } else {
-    for (const auto& [k, v] : env) std::cout << "export " << k << "=" << shell_quote(v) << "\n";
+    for (const auto& line : export_lines(env)) std::cout << line << "\n";
     if (env.empty()) std::cerr << "# the default configuration is the best found: nothing to set\n";
   }
   // The notes go to stderr, so that stdout stays what a shell can `eval`.

@@ -350,6 +350,21 @@ int verification_runs(int pairs) { return pairs > 0 ? 2 * pairs + 2 : 0; }
 
 int minimise_cap(const TuneArgs& a) { return a.no_minimise || !a.compare.empty() ? 0 : a.minimise_runs; }
 
+// Where a session ran, as the session list shows it: the host and what the space was sized for.
+nlohmann::json machine_json(const MachineFacts& m) {
+  char host[256] = {0};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = 0;
+  return {{"host", std::string(host)}, {"ncpus", m.ncpus}, {"ncores", m.ncores}, {"nnuma", m.nnuma},
+          {"ngpus", m.ngpus}, {"mem_total", m.mem_total}};
+}
+
+// A name shared by the sessions of one `--compare` run: the time and this process.
+std::string compare_group() {
+  auto now = std::chrono::system_clock::now().time_since_epoch();
+  return std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(now).count()) + "-" +
+         std::to_string(getpid());
+}
+
 // The runs one strategy may take at most, and what they are for: "at most 33 (the budget's 12,
 // ...; 12 to re-measure ...; at most 16 to minimise the result)". The analysis always takes its
 // first default run and one run per probe, even past the budget.
@@ -710,6 +725,14 @@ int run_tune(TuneArgs a, Interruption* stop) {
     int node_runs = 0;
     if (a.executor == "slurm") node_runs = analyse_on_a_node(a, db, binary, ao.profile.max_runs, an);
     if (stop) stop->checkpoint();  // interrupted during the analysis: its killed runs are no trials
+    // Kept beside the sessions, which name it: the service shows what decided the space.
+    std::int64_t analysis_id = 0;
+    try {
+      analysis_id = sessions->add_analysis(
+          a.argv, "tune", to_json(an).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    } catch (const std::exception& e) {
+      std::cerr << "tune: warning: the analysis was not kept in " << db << ": " << e.what() << "\n";
+    }
     if (const int runs = an.profiled ? an.profile.runs() : node_runs; runs > 0) {
       // The analysis' runs are timed as a whole: each is taken to have cost its share.
       const double each =
@@ -766,8 +789,14 @@ int run_tune(TuneArgs a, Interruption* stop) {
                                         {"cap_slack", a.cap_slack}, {"metric", a.metric},
                                         {"maximize", a.maximize},  {"score_cmd", a.score_cmd},
                                         {"max_repeats", a.max_repeats}, {"space", a.space},
-                                        {"analysis_spent", analysis_spent}, {"executor", a.executor}}
+                                        {"analysis_spent", analysis_spent}, {"executor", a.executor},
+                                        {"machine", machine_json(machine)}}
                             .dump();
+    if (analysis_id > 0) {
+      auto o = nlohmann::json::parse(base.options_json);
+      o["analysis"] = analysis_id;
+      base.options_json = o.dump();
+    }
     if (a.executor == "slurm") {
       auto o = nlohmann::json::parse(base.options_json);
       o["partition"] = a.partition;
@@ -776,6 +805,12 @@ int run_tune(TuneArgs a, Interruption* stop) {
       o["parallel"] = a.parallel;
       base.options_json = o.dump();
     }
+  }
+  if (strategies.size() > 1 && a.resume == 0) {
+    // The sessions of one comparison share a group, so that each shows the others beside it.
+    auto o = nlohmann::json::parse(base.options_json);
+    o["compare"] = {{"group", compare_group()}, {"strategies", strategies}};
+    base.options_json = o.dump();
   }
   std::cerr << "tune: " << space.params.size() << " controls, " << space.size() << " configurations, budget "
             << a.budget << " runs per strategy\n";

@@ -21,7 +21,11 @@ RUNTIME_PKGS="libopenblas-pthread-dev libopenblas0-pthread libopenblas0-openmp l
   libgomp1 libomp-dev libtbb-dev libfftw3-dev libzstd-dev libjemalloc-dev
   python3 python3-optuna python3-numexpr linux-perf dpkg-dev wrk sqlite3 xz-utils
   imagemagick librsvg2-bin zstd
-  munge slurmctld slurmd slurm-client"
+  munge slurmctld slurmd slurm-client
+  chromium fonts-dejavu-core"
+# Debian's chromium (bookworm-security) runs the dashboard's browser tests (tests/dashboard):
+# headless, driven over the DevTools pipe against a `syspilot serve` on loopback; the DejaVu
+# fonts make its screenshots the same on every machine.
 # The Slurm packages serve scripts/slurm-cluster.sh, which runs its own munged and Slurm daemons
 # under a state folder. Their system services stay harmless: Debian's slurmd and slurmctld
 # units start only once /etc/slurm/slurm.conf exists (nothing here writes it), and a system

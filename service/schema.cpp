@@ -9,6 +9,8 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "tuner/session.h"
+
 namespace syspilot::service {
 
 namespace {
@@ -57,7 +59,11 @@ CREATE TABLE service_inputs(
 
 void register_schema() {
   static std::once_flag once;
-  std::call_once(once, [] { store::register_migration("service", 1, kSchemaV1); });
+  std::call_once(once, [] {
+    store::register_migration("service", 1, kSchemaV1);
+    // The sessions and analyses the dashboard reads: their tables exist before a tune runs.
+    tuner::register_session_schema();
+  });
 }
 
 store::Store open_store(const std::string& path) {

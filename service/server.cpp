@@ -16,6 +16,7 @@
 #include "lpcl/lpcl.h"
 #include "service/compose.h"
 #include "service/connection.h"
+#include "service/dashboard.h"
 #include "service/jobs.h"
 #include "service/json_forms.h"
 #include "service/metrics.h"
@@ -24,6 +25,7 @@
 #include "service/schema.h"
 #include "service/service.h"
 #include "service/sources.h"
+#include "service/views.h"
 #include "store/store.h"
 
 namespace fs = std::filesystem;
@@ -128,6 +130,14 @@ const std::regex kNameRe("^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$");
 const std::regex kVersionRe("^[A-Za-z0-9][A-Za-z0-9._+~:-]{0,127}$");
 const std::regex kJobRe("^job_[0-9a-f]{1,64}$");
 
+// A stored row's id: 1 to 18 decimal digits, no sign, no leading zero.
+std::optional<std::int64_t> parse_id(const std::string& s) {
+  if (s.empty() || s.size() > 18 || s[0] == '0' ||
+      !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  return std::stoll(s);
+}
+
 void send_error(httplib::Response& res, int status, const std::string& code, const std::string& message,
                 const std::string& hint = {}, const json& diagnostics = nullptr) {
   json e = {{"code", code}, {"message", message}};
@@ -136,6 +146,10 @@ void send_error(httplib::Response& res, int status, const std::string& code, con
   if (!t_request_id.empty()) e["request_id"] = t_request_id;
   res.status = status;
   res.set_content(dump(json{{"error", e}}), "application/json");
+}
+
+void set_security_headers(httplib::Response& res) {
+  for (const auto& [k, v] : security_headers()) res.set_header(k, v);
 }
 
 void send_json(httplib::Response& res, int status, const json& j) {
@@ -213,6 +227,19 @@ struct Service::Impl {
   // --- auth -----------------------------------------------------------------------------
   bool authorize(const httplib::Request& req, httplib::Response& res, Scope need) {
     if (need == Scope::Read && opts.public_read) return true;
+    Scope scope;
+    if (!token_scope(req, res, scope)) return false;
+    if (need == Scope::Write && scope != Scope::Write) {
+      send_error(res, 403, "forbidden", "this token has scope 'read'; this request needs 'write'",
+                 "use a token created with --scope write");
+      return false;
+    }
+    return true;
+  }
+
+  // The scope of the request's bearer token; false, with 401 answered, when the header is
+  // missing or not a bearer token, or the token unknown or revoked.
+  bool token_scope(const httplib::Request& req, httplib::Response& res, Scope& out) {
     std::string h = req.get_header_value("Authorization");
     // The scheme is case-insensitive (RFC 9110 11.1); the token follows after spaces.
     if (iequals_prefix(h, "Bearer ")) {
@@ -238,11 +265,7 @@ struct Service::Impl {
       send_error(res, 401, "unauthorized", "unknown or revoked token", "create a new one with syspilot serve token create");
       return false;
     }
-    if (need == Scope::Write && *scope != Scope::Write) {
-      send_error(res, 403, "forbidden", "this token has scope 'read'; this request needs 'write'",
-                 "use a token created with --scope write");
-      return false;
-    }
+    out = *scope;
     return true;
   }
 
@@ -373,10 +396,27 @@ struct Service::Impl {
     res.set_content(metrics.render(g), "text/plain; version=0.0.4");
   }
 
+  static json version_json(const store::VersionInfo& v) {
+    return {{"version", v.version},
+            {"revision", v.revision},
+            {"digest", v.digest},
+            {"status", store::to_string(v.status)},
+            {"drafter", store::to_string(v.drafter)},
+            {"model", v.model},
+            {"created_at", v.created_at},
+            {"review", store::to_string(v.review)},
+            {"reviewed_revision", v.reviewed_revision}};
+  }
+
+  // Each library with its stored versions, so that a list of them all takes one request.
   void libraries(const httplib::Request&, httplib::Response& res) {
+    auto& st = thread_store(opts.db_path);
     json a = json::array();
-    for (auto& l : thread_store(opts.db_path).libraries())
-      a.push_back({{"name", l.name}, {"versions", l.versions}, {"latest_version", l.latest_version}});
+    for (auto& l : st.libraries()) {
+      json stored = json::array();
+      for (auto& v : st.versions(l.name)) stored.push_back(version_json(v));
+      a.push_back({{"name", l.name}, {"versions", l.versions}, {"latest_version", l.latest_version}, {"stored", stored}});
+    }
     send_json(res, 200, {{"libraries", a}});
   }
 
@@ -398,10 +438,7 @@ struct Service::Impl {
       return;
     }
     json a = json::array();
-    for (auto& v : vs)
-      a.push_back({{"version", v.version}, {"revision", v.revision}, {"digest", v.digest},
-                   {"status", store::to_string(v.status)}, {"drafter", store::to_string(v.drafter)},
-                   {"model", v.model}, {"created_at", v.created_at}});
+    for (auto& v : vs) a.push_back(version_json(v));
     send_json(res, 200, {{"library", lib}, {"versions", a}});
   }
 
@@ -430,7 +467,9 @@ struct Service::Impl {
     }
     bool want_lpcl = req.get_param_value("format") == "lpcl" ||
                      req.get_header_value("Accept").find("text/x-lpcl") != std::string::npos;
-    std::string etag = "\"" + rec->digest + (want_lpcl ? "-lpcl" : "-json") + "\"";
+    // The JSON also says whether the revision is reviewed, which changes without its text.
+    std::string etag = "\"" + rec->digest +
+                       (want_lpcl ? "-lpcl" : std::string("-json-") + store::to_string(rec->review)) + "\"";
     res.set_header("ETag", etag);
     res.set_header("Vary", "Accept");
     res.set_header("Cache-Control", "no-cache");
@@ -447,7 +486,9 @@ struct Service::Impl {
                  {"revision", rec->revision}, {"digest", rec->digest},
                  {"status", store::to_string(rec->status)}, {"drafter", store::to_string(rec->drafter)},
                  {"model", rec->model},       {"created_at", rec->created_at},
-                 {"lpcl", rec->lpcl}};
+                 {"review", store::to_string(rec->review)},
+                 {"reviewed_at", rec->reviewed_at.empty() ? json() : json(rec->reviewed_at)},
+                 {"source", rec->source},     {"lpcl", rec->lpcl}};
     body["contract"] = json::parse(rec->json, nullptr, false);
     if (body["contract"].is_discarded()) body["contract"] = nullptr;
     body["diagnostics"] = json::parse(rec->diagnostics.empty() ? "[]" : rec->diagnostics, nullptr, false);
@@ -663,6 +704,102 @@ struct Service::Impl {
 
   void compose(const httplib::Request& req, httplib::Response& res);
 
+  // --- the dashboard and what it reads ---------------------------------------------------
+  // The page and its assets hold no data: they are served without a token, and every call
+  // they make goes through the API's own authorization.
+  void dashboard_page(const httplib::Request& req, httplib::Response& res) { asset(req, res, "index.html"); }
+  void dashboard_asset(const httplib::Request& req, httplib::Response& res) { asset(req, res, req.matches[1]); }
+
+  void asset(const httplib::Request& req, httplib::Response& res, const std::string& name) {
+    const Asset* a = find_asset(name);
+    if (!a) {
+      send_error(res, 404, "not-found", "no dashboard asset '" + truncate_utf8(name, 80) + "'");
+      return;
+    }
+    const std::string etag = "\"" + std::string(a->digest) + "\"";
+    res.set_header("ETag", etag);
+    res.set_header("Cache-Control", "no-cache");
+    if (etag_matches(req.get_header_value("If-None-Match"), etag)) {
+      res.status = 304;
+      return;
+    }
+    res.status = 200;
+    res.set_content(std::string(a->body), a->content_type);
+  }
+
+  // Who the dashboard is talking as: whether reads are open, and the token's scope (null
+  // without a token). A token that is sent must be valid.
+  void whoami(const httplib::Request& req, httplib::Response& res) {
+    json out = {{"public_read", opts.public_read}, {"scope", nullptr}, {"regenerate", regen.has_value()},
+                {"version", "0.1.0"}};
+    if (req.has_header("Authorization")) {
+      Scope scope;
+      if (!token_scope(req, res, scope)) return;
+      out["scope"] = to_string(scope);
+    }
+    send_json(res, 200, out);
+  }
+
+  // ?limit=N within [1, max]; `def` without it. False with 400 answered otherwise.
+  bool limit_param(const httplib::Request& req, httplib::Response& res, int def, int max, int& out) {
+    out = def;
+    if (!req.has_param("limit")) return true;
+    auto n = parse_id(req.get_param_value("limit"));
+    if (!n || *n > max) {
+      send_error(res, 400, "bad-limit", "limit must be a whole number from 1 to " + std::to_string(max));
+      return false;
+    }
+    out = static_cast<int>(*n);
+    return true;
+  }
+
+  void sessions_list(const httplib::Request& req, httplib::Response& res) {
+    int limit = 0;
+    if (!limit_param(req, res, 200, 1000, limit)) return;
+    send_json(res, 200, {{"sessions", sessions_view(thread_store(opts.db_path).db(), limit)}});
+  }
+
+  void session_get(const httplib::Request& req, httplib::Response& res) {
+    auto id = parse_id(req.matches[1]);
+    auto j = id ? session_view(thread_store(opts.db_path).db(), *id) : std::nullopt;
+    if (!j) {
+      send_error(res, 404, "unknown-session", "no tuning session '" + truncate_utf8(req.matches[1], 40) + "'",
+                 "list them with GET /v1/sessions");
+      return;
+    }
+    send_json(res, 200, {{"session", *j}});
+  }
+
+  void analyses_list(const httplib::Request& req, httplib::Response& res) {
+    int limit = 0;
+    if (!limit_param(req, res, 200, 1000, limit)) return;
+    send_json(res, 200, {{"analyses", analyses_view(thread_store(opts.db_path).db(), limit)}});
+  }
+
+  void analysis_get(const httplib::Request& req, httplib::Response& res) {
+    auto id = parse_id(req.matches[1]);
+    auto j = id ? analysis_view(thread_store(opts.db_path).db(), *id) : std::nullopt;
+    if (!j) {
+      send_error(res, 404, "unknown-analysis", "no analysis '" + truncate_utf8(req.matches[1], 40) + "'",
+                 "list them with GET /v1/analyses");
+      return;
+    }
+    send_json(res, 200, {{"analysis", *j}});
+  }
+
+  void provenance(const httplib::Request& req, httplib::Response& res) {
+    std::string lib = req.matches[1], ver = req.matches[2];
+    if (!check_name(res, lib, kNameRe, "library") || !check_name(res, ver, kVersionRe, "version")) return;
+    auto& st = thread_store(opts.db_path);
+    auto rec = st.get_contract(lib, ver);
+    if (!rec) {
+      send_error(res, 404, "unknown-version", "no contract for " + lib + " " + ver,
+                 "stored versions of " + lib + ": " + version_list(st, lib));
+      return;
+    }
+    send_json(res, 200, contract_provenance(st, *rec));
+  }
+
   void build_http() {
     // Each held connection takes a descriptor: ask for as many as the hard limit allows.
     rlimit nofile{};
@@ -765,6 +902,7 @@ struct Service::Impl {
       t_start = std::chrono::steady_clock::now();
       t_request_id = new_request_id();
       res.set_header("X-Request-Id", t_request_id);
+      set_security_headers(res);
       try {
         if (screen(req, res)) return httplib::Server::HandlerResponse::Unhandled;
       } catch (const store::StoreError& e) {
@@ -832,6 +970,18 @@ struct Service::Impl {
     route("DELETE", R"(/v1/jobs/([^/]+))", "/v1/jobs/{id}", Scope::Write, bind(&Impl::job_cancel));
     route("POST", "/v1/compose", "/v1/compose", Scope::Read, bind(&Impl::compose));
     route("POST", "/v1/regenerate", "/v1/regenerate", Scope::Write, bind(&Impl::regenerate_post));
+    route("GET", R"(/v1/libraries/([^/]+)/contracts/([^/]+)/provenance)",
+          "/v1/libraries/{lib}/contracts/{version}/provenance", Scope::Read, bind(&Impl::provenance));
+    route("GET", "/v1/sessions", "/v1/sessions", Scope::Read, bind(&Impl::sessions_list));
+    route("GET", R"(/v1/sessions/([^/]+))", "/v1/sessions/{id}", Scope::Read, bind(&Impl::session_get));
+    route("GET", "/v1/analyses", "/v1/analyses", Scope::Read, bind(&Impl::analyses_list));
+    route("GET", R"(/v1/analyses/([^/]+))", "/v1/analyses/{id}", Scope::Read, bind(&Impl::analysis_get));
+    route("GET", "/v1/whoami", "/v1/whoami", std::nullopt, bind(&Impl::whoami));
+    route("GET", "/", "/", std::nullopt, bind(&Impl::dashboard_page));
+    route("GET", R"(/assets/([^/]+))", "/assets/{name}", std::nullopt, bind(&Impl::dashboard_asset));
+    // Browsers ask for it on any page without an icon of its own (an asset opened alone).
+    route("GET", "/favicon.ico", "/favicon.ico", std::nullopt,
+          [this](const httplib::Request& q, httplib::Response& s) { asset(q, s, "icon.svg"); });
   }
 };
 

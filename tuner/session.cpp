@@ -43,12 +43,12 @@ CREATE TABLE tune_trials(
 );
 )SQL";
 
+std::vector<std::string> argv_from_json(const std::string& text);
+
 SessionInfo read_session(const store::Stmt& s) {
   SessionInfo i;
   i.id = s.column_int(0);
-  auto argv = nlohmann::json::parse(s.column_text(1), nullptr, false);
-  if (argv.is_array())
-    for (const auto& a : argv) i.argv.push_back(a.get<std::string>());
+  i.argv = argv_from_json(s.column_text(1));
   i.strategy = s.column_text(2);
   i.budget = static_cast<int>(s.column_int(3));
   i.seed = static_cast<std::uint64_t>(s.column_int(4));
@@ -92,19 +92,45 @@ CREATE TABLE tune_jobs(
 );
 )SQL";
 
+// Analyses, kept so that the service (and its dashboard) shows what `analyze` and `tune`
+// concluded: the document whole, and the summary a list needs without parsing each document.
+const char* kSchemaV4 = R"SQL(
+CREATE TABLE tune_analyses(
+  id INTEGER PRIMARY KEY,
+  argv TEXT NOT NULL,
+  origin TEXT NOT NULL,
+  summary TEXT NOT NULL DEFAULT '{}',
+  document TEXT NOT NULL,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now'))
+);
+)SQL";
+
+std::vector<std::string> argv_from_json(const std::string& text) {
+  std::vector<std::string> out;
+  auto argv = nlohmann::json::parse(text, nullptr, false);
+  if (argv.is_array())
+    for (const auto& a : argv)
+      if (a.is_string()) out.push_back(a.get<std::string>());
+  return out;
+}
+
 }  // namespace
 
 void register_session_schema() {
   store::register_migration("tuner", 1, kSchemaV1);
   store::register_migration("tuner", 2, kSchemaV2);
   store::register_migration("tuner", 3, kSchemaV3);
+  store::register_migration("tuner", 4, kSchemaV4);
 }
 
 SessionStore::SessionStore(const std::string& db_path) {
   register_session_schema();
-  db_ = std::make_unique<store::Database>(db_path);
-  db_->migrate();
+  owned_ = std::make_unique<store::Database>(db_path);
+  owned_->migrate();
+  db_ = owned_.get();
 }
+
+SessionStore::SessionStore(store::Database& db) : db_(&db) {}
 
 SessionStore::~SessionStore() = default;
 
@@ -209,6 +235,89 @@ std::vector<ClusterJob> SessionStore::jobs(std::int64_t id) const {
     out.push_back(std::move(j));
   }
   return out;
+}
+
+std::vector<std::int64_t> SessionStore::compared(std::int64_t id) const {
+  auto st = db_->prepare(
+      "SELECT b.id FROM tune_sessions a JOIN tune_sessions b ON json_valid(a.options) AND json_valid(b.options) "
+      "AND json_extract(a.options, '$.compare.group') = json_extract(b.options, '$.compare.group') "
+      "WHERE a.id = ? ORDER BY b.id");
+  st.bind(1, id);
+  std::vector<std::int64_t> out;
+  while (st.step()) out.push_back(st.column_int(0));
+  if (out.empty()) out.push_back(id);
+  return out;
+}
+
+std::int64_t SessionStore::add_analysis(const std::vector<std::string>& argv, const std::string& origin,
+                                        const std::string& document_json) {
+  auto doc = nlohmann::json::parse(document_json, nullptr, false);
+  nlohmann::json summary = doc.is_object() ? analysis_summary(doc) : nlohmann::json::object();
+  auto st = db_->prepare("INSERT INTO tune_analyses(argv, origin, summary, document) VALUES(?,?,?,?)");
+  st.bind_all(nlohmann::json(argv).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), origin,
+              summary.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), document_json);
+  st.run();
+  return db_->last_insert_rowid();
+}
+
+std::optional<AnalysisRecord> SessionStore::analysis(std::int64_t id) const {
+  auto st = db_->prepare("SELECT id, argv, origin, summary, document, created_at FROM tune_analyses WHERE id = ?");
+  st.bind(1, id);
+  if (!st.step()) return std::nullopt;
+  AnalysisRecord r;
+  r.id = st.column_int(0);
+  r.argv = argv_from_json(st.column_text(1));
+  r.origin = st.column_text(2);
+  r.summary_json = st.column_text(3);
+  r.document_json = st.column_text(4);
+  r.created_at = st.column_text(5);
+  return r;
+}
+
+std::vector<AnalysisRecord> SessionStore::analyses() const {
+  auto st = db_->prepare("SELECT id, argv, origin, summary, created_at FROM tune_analyses ORDER BY id DESC");
+  std::vector<AnalysisRecord> out;
+  while (st.step()) {
+    AnalysisRecord r;
+    r.id = st.column_int(0);
+    r.argv = argv_from_json(st.column_text(1));
+    r.origin = st.column_text(2);
+    r.summary_json = st.column_text(3);
+    r.created_at = st.column_text(4);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<std::int64_t> SessionStore::sessions_of(std::int64_t analysis_id) const {
+  auto st = db_->prepare(
+      "SELECT id FROM tune_sessions WHERE json_valid(options) AND json_extract(options, '$.analysis') = ? ORDER BY id");
+  st.bind(1, analysis_id);
+  std::vector<std::int64_t> out;
+  while (st.step()) out.push_back(st.column_int(0));
+  return out;
+}
+
+nlohmann::json analysis_summary(const nlohmann::json& doc) {
+  using nlohmann::json;
+  json contracts = json::array();
+  if (doc.contains("contracts") && doc["contracts"].is_array())
+    for (const auto& c : doc["contracts"])
+      if (c.is_object() && c.contains("name") && c["name"].is_string()) contracts.push_back(c["name"]);
+  int confirmed = 0, refuted = 0, unknown = 0;
+  if (doc.contains("hypotheses") && doc["hypotheses"].is_array())
+    for (const auto& h : doc["hypotheses"]) {
+      std::string v = h.is_object() ? h.value("verdict", std::string()) : std::string();
+      (v == "confirmed" ? confirmed : v == "refuted" ? refuted : unknown)++;
+    }
+  return {{"application", doc.value("application", std::string())},
+          {"contracts", contracts},
+          {"relations", doc.contains("relations") && doc["relations"].is_array() ? doc["relations"].size() : 0},
+          {"profiled", doc.value("profiled", false)},
+          {"hypotheses", confirmed + refuted + unknown},
+          {"confirmed", confirmed},
+          {"refuted", refuted},
+          {"unknown", unknown}};
 }
 
 void SessionStore::set_result(std::int64_t id, const std::string& result_json) {

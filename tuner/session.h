@@ -45,11 +45,25 @@ struct ClusterJob {
   std::string node;                    // where it ran, once known
 };
 
-// Sessions in one SQLite file. Every write is its own transaction: a trial is either stored
-// whole or not at all.
+// One stored analysis: what `syspilot analyze` concluded, or the analysis `syspilot tune`
+// started with (its sessions name it in their options as "analysis").
+struct AnalysisRecord {
+  std::int64_t id = 0;
+  std::vector<std::string> argv;   // the application and its arguments
+  std::string origin;              // "analyze" | "tune"
+  std::string summary_json;        // analysis_summary() of the document
+  std::string document_json;       // to_json(Analysis) (docs/analysis.md); empty when listed
+  std::string created_at;
+};
+
+// Sessions and analyses in one SQLite file. Every write is its own transaction: a trial is
+// either stored whole or not at all.
 class SessionStore {
  public:
   explicit SessionStore(const std::string& db_path);
+  // Over a connection the caller owns (the service's, one per thread), its "tuner" schema
+  // already migrated: register_session_schema() before the connection was opened.
+  explicit SessionStore(store::Database& db);
   ~SessionStore();
   SessionStore(const SessionStore&) = delete;
   SessionStore& operator=(const SessionStore&) = delete;
@@ -65,11 +79,28 @@ class SessionStore {
   void add_job(std::int64_t id, const ClusterJob& j);
   void end_job(std::int64_t id, const std::string& job_id, const std::string& node);
   std::vector<ClusterJob> jobs(std::int64_t id) const;
+  // The sessions started together by one `tune --compare` (options "compare.group"), the
+  // session itself included, in id order; only `id` when it was not compared.
+  std::vector<std::int64_t> compared(std::int64_t id) const;
+
+  // Analyses: `document_json` is to_json(Analysis) serialised.
+  std::int64_t add_analysis(const std::vector<std::string>& argv, const std::string& origin,
+                            const std::string& document_json);
+  std::optional<AnalysisRecord> analysis(std::int64_t id) const;
+  std::vector<AnalysisRecord> analyses() const;  // newest first, without their documents
+  // The sessions whose options name this analysis (the ones `tune` started from it).
+  std::vector<std::int64_t> sessions_of(std::int64_t analysis_id) const;
+
   const std::string& path() const;
 
  private:
-  std::unique_ptr<store::Database> db_;
+  std::unique_ptr<store::Database> owned_;
+  store::Database* db_ = nullptr;
 };
+
+// What an analysis list shows of a document (to_json(Analysis)): application, contracts,
+// relations, and the hypotheses counted by verdict.
+nlohmann::json analysis_summary(const nlohmann::json& document);
 
 // Registers the "tuner" schema migrations with the store (idempotent).
 void register_session_schema();

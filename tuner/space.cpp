@@ -483,6 +483,22 @@ std::map<std::string, std::string> environment_for(const Space& space, const Con
   return env;
 }
 
+std::string shell_quote(const std::string& v) {
+  bool plain = !v.empty() && std::all_of(v.begin(), v.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string("_-./:,=+@%").find(c) != std::string::npos;
+  });
+  if (plain) return v;
+  std::string q = "'";
+  for (char c : v) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::vector<std::string> export_lines(const std::map<std::string, std::string>& env) {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : env) out.push_back("export " + k + "=" + shell_quote(v));
+  return out;
+}
+
 std::string shim_path() {
   if (const char* s = std::getenv("SYSPILOT_SHIM"); s && *s) return s;
   std::error_code ec;

@@ -51,4 +51,12 @@ std::map<std::string, std::string> environment_for(const Space& space, const Con
 // Where the preload shim was built (SYSPILOT_SHIM env var overrides); "" when not found.
 std::string shim_path();
 
+// `v` as one POSIX shell word: unchanged when it holds only safe characters, else in single
+// quotes (an embedded quote as '\''). For the lines a command prints to be pasted or sourced.
+std::string shell_quote(const std::string& v);
+
+// An environment (environment_for()) as the `export NAME=VALUE` lines a shell sources, in
+// name order.
+std::vector<std::string> export_lines(const std::map<std::string, std::string>& env);
+
 }  // namespace syspilot::tuner

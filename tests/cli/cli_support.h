@@ -30,11 +30,13 @@ struct CliRun {
   std::string out, err;
 };
 
-// Runs `env -u SYSPILOT_DB ENV syspilot ARGS` (ARGS already shell-quoted where needed).
+// Runs `env -u SYSPILOT_DB ENV XDG_DATA_HOME=DIR/xdg syspilot ARGS` (ARGS already shell-quoted
+// where needed): the default store is the test's own, never the user's.
 inline CliRun run_cli(const TempDir& dir, const std::string& args, const std::string& env = "") {
   CliRun r;
   const std::string out = dir.file("cli.out"), err = dir.file("cli.err");
-  const std::string cmd = "env -u SYSPILOT_DB " + env + " " + SYSPILOT_BINARY + " " + args + " >" + out + " 2>" + err;
+  const std::string cmd = "env -u SYSPILOT_DB " + env + " XDG_DATA_HOME=" + dir.file("xdg") + " " + SYSPILOT_BINARY +
+                          " " + args + " >" + out + " 2>" + err;
   int st = std::system(cmd.c_str());
   r.exit = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   r.out = slurp(out);

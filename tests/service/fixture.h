@@ -1,7 +1,12 @@
 // Shared fixtures of the service tests: temporary folders, a tiny C library written in
-// release versions, a git repository with tagged releases, waiting helpers.
+// release versions, a git repository with tagged releases, waiting helpers, and a running
+// `syspilot serve` process.
 #pragma once
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -11,6 +16,8 @@
 #include <thread>
 
 #include "service/process.h"
+
+extern char** environ;
 
 namespace syspilot::service::test {
 
@@ -102,5 +109,61 @@ inline bool eventually(const std::function<bool()>& done, double seconds = 30) {
   }
   return done();
 }
+
+// A running `syspilot serve`, its port read from its first line of output.
+class ServeProcess {
+ public:
+  explicit ServeProcess(std::vector<std::string> args, const std::string& bin = SYSPILOT_BIN) {
+    int out[2];
+    EXPECT_EQ(pipe(out), 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_addclose(&fa, out[0]);
+    args.insert(args.begin(), {bin, "serve"});
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    EXPECT_EQ(posix_spawn(&pid_, bin.c_str(), &fa, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    close(out[1]);
+    std::string line;
+    char c;
+    // The first line is "syspilot serve: listening on http://127.0.0.1:PORT".
+    while (read(out[0], &c, 1) == 1 && c != '\n') line += c;
+    fd_ = out[0];
+    auto colon = line.rfind(':');
+    if (line.find("listening on") != std::string::npos && colon != std::string::npos)
+      port_ = std::stoi(line.substr(colon + 1));
+  }
+  ~ServeProcess() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (fd_ >= 0) close(fd_);
+  }
+  int port() const { return port_; }
+  void kill9() {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  // Sends SIGTERM; returns the exit status (or -1 when it did not exit in time).
+  int terminate(double seconds) {
+    kill(pid_, SIGTERM);
+    int status = 0;
+    bool done = eventually([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, seconds);
+    if (!done) return -1;
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  int port_ = 0;
+};
+
 
 }  // namespace syspilot::service::test

@@ -346,7 +346,7 @@ TEST(Processes, ImageMagickBatchThroughXargs) {
 TEST(Processes, CliAnalysesAScript) {
   Scratch s;
   std::string script = batch_script(s, program("omp_loop") + " 200 20000 @", 2);
-  std::string cmd = std::string(SYSPILOT_CLI) + " analyze --json --no-synth --no-probe --contracts " + corpus() +
+  std::string cmd = std::string(SYSPILOT_CLI) + " analyze --json --no-synth --no-probe --no-store --contracts " + corpus() +
                     " -- " + script + " 2>/dev/null";
   FILE* p = ::popen(cmd.c_str(), "r");
   std::string out;
