@@ -64,6 +64,24 @@ std::map<std::string, double> numeric_names(const Space& space, const Config& c,
   return names;
 }
 
+// Every assignment of the parameters' values, the last parameter fastest (callers bound the
+// count).
+std::vector<Config> cross_product(const std::vector<const Param*>& ps) {
+  std::vector<Config> out{Config{}};
+  for (const Param* p : ps) {
+    std::vector<Config> next;
+    next.reserve(out.size() * p->values.size());
+    for (const auto& base : out)
+      for (const auto& v : p->values) {
+        Config c = base;
+        c[p->name] = v;
+        next.push_back(std::move(c));
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
 class GuidedSearch : public Strategy {
  public:
   GuidedSearch(const Space& space, const StrategyContext& ctx) : space_(space), ctx_(ctx), rng_(ctx.seed) {
@@ -152,14 +170,7 @@ class GuidedSearch : public Strategy {
       if (ctl.empty() || total > kMaxJoint) continue;
       std::optional<Config> pick;
       double best = 0;
-      std::vector<size_t> idx(ctl.size(), 0);
-      for (std::uint64_t n = 0; n < total; ++n) {
-        Config c;
-        for (size_t i = 0; i < ctl.size(); ++i) c[ctl[i]->name] = ctl[i]->values[idx[i]];
-        for (size_t i = ctl.size(); i-- > 0;) {
-          if (++idx[i] < ctl[i]->values.size()) break;
-          idx[i] = 0;
-        }
+      for (Config c : cross_product(ctl)) {
         c = canonical(c);
         if (c.empty() || seen.count(c) || !admissible(c)) continue;
         double pred = jitter(rng_);
@@ -225,16 +236,9 @@ class GuidedSearch : public Strategy {
       if (!c.empty() && !seen.count(c) && admissible(c)) out.push_back(std::move(c));
     };
     if (total <= 4096) {
-      std::vector<size_t> idx(space_.params.size(), 0);
-      for (std::uint64_t n = 0; n < total; ++n) {
-        Config c;
-        for (size_t i = 0; i < idx.size(); ++i) c[space_.params[i].name] = space_.params[i].values[idx[i]];
-        for (size_t i = idx.size(); i-- > 0;) {
-          if (++idx[i] < space_.params[i].values.size()) break;
-          idx[i] = 0;
-        }
-        keep(std::move(c));
-      }
+      std::vector<const Param*> all;
+      for (const auto& p : space_.params) all.push_back(&p);
+      for (auto& c : cross_product(all)) keep(std::move(c));
     } else {
       for (int n = 0; n < 512; ++n) {
         Config c;
@@ -625,18 +629,9 @@ class GuidedSearch : public Strategy {
       std::vector<double> key;
     };
     std::vector<Ranked> ranked;
-    std::vector<size_t> idx(ctl.size(), 0);
-    for (std::uint64_t n = 0; n < total; ++n) {
-      Config c;
+    for (Config c : cross_product(ctl)) {
       std::vector<double> key;
-      for (size_t i = 0; i < ctl.size(); ++i) {
-        c[ctl[i]->name] = ctl[i]->values[idx[i]];
-        key.push_back(as_number(ctl[i]->values[idx[i]]).value_or(0));
-      }
-      for (size_t i = ctl.size(); i-- > 0;) {
-        if (++idx[i] < ctl[i]->values.size()) break;
-        idx[i] = 0;
-      }
+      for (const Param* p : ctl) key.push_back(as_number(c.at(p->name)).value_or(0));
       c = canonical(c);
       if (c.empty() || !admissible(c)) continue;
       double slack = 0;
