@@ -95,12 +95,6 @@ std::vector<Scenario> load_scenarios(const std::string& dir, Diagnostics& diags,
 }
 
 namespace {
-std::map<std::string, double> machine_names(const tuner::MachineFacts& m) {
-  std::map<std::string, double> names;
-  for (const char* f : {"ncpus", "ncores", "nnuma", "ngpus", "mem_total"}) names[f] = *m.get(f);
-  return names;
-}
-
 // A whole number from an expression over the machine facts, or why not.
 long long whole(const std::string& expr, const std::map<std::string, double>& names) {
   std::string why;
@@ -126,7 +120,7 @@ std::string substitute(const std::string& text, const std::map<std::string, doub
 }  // namespace
 
 void build_for(Scenario& s, const tuner::MachineFacts& m) {
-  auto names = machine_names(m);
+  auto names = m.names();
   s.ncpus = m.ncpus;
   s.args.clear();
   for (const auto& a : s.written_args) s.args.push_back(substitute(a, names));

@@ -31,6 +31,8 @@ struct MachineFacts {
   static MachineFacts detect();
   // Value of a fact by its LPCL name; nullopt for an unknown name.
   std::optional<double> get(const std::string& name) const;
+  // Every fact by its LPCL name: the names an expression over the machine may use.
+  std::map<std::string, double> names() const;
 };
 
 // One searchable control.

@@ -78,6 +78,12 @@ std::optional<double> MachineFacts::get(const std::string& name) const {
   return std::nullopt;
 }
 
+std::map<std::string, double> MachineFacts::names() const {
+  std::map<std::string, double> out;
+  for (const char* f : {"ncpus", "ncores", "nnuma", "ngpus", "mem_total"}) out[f] = *get(f);
+  return out;
+}
+
 // ---- LPCL expressions over numbers ---------------------------------------------------------
 
 namespace {
@@ -163,8 +169,7 @@ std::string Space::value(const Config& c, const std::string& name) const {
 
 bool Space::admits(const Config& c, const MachineFacts& m) const {
   if (constraints.empty()) return true;
-  std::map<std::string, double> names;
-  for (const char* f : {"ncpus", "ncores", "nnuma", "ngpus", "mem_total"}) names[f] = *m.get(f);
+  std::map<std::string, double> names = m.names();
   for (const auto& p : params)
     if (auto v = numeric_value(value(c, p.name))) names[p.name] = *v;
   for (const auto& [k, v] : c)
@@ -190,12 +195,6 @@ std::uint64_t Space::size() const {
 // ---- From contracts -------------------------------------------------------------------------
 
 namespace {
-
-std::map<std::string, double> fact_names(const MachineFacts& m) {
-  std::map<std::string, double> names;
-  for (const char* f : {"ncpus", "ncores", "nnuma", "ngpus", "mem_total"}) names[f] = *m.get(f);
-  return names;
-}
 
 std::string expr_text(const lpcl::Expr& e);
 
@@ -223,7 +222,7 @@ std::optional<std::string> literal_text(const lpcl::Expr& e, const MachineFacts&
   if (e.kind == K::String) return e.text;
   if (e.kind == K::Bool) return e.text;
   if (e.kind == K::Name && !m.get(e.text)) return e.text;  // enumerator word
-  auto v = evaluate_expr(expr_text(e), fact_names(m));
+  auto v = evaluate_expr(expr_text(e), m.names());
   if (!v) return std::nullopt;
   return format_number(*v);
 }
@@ -272,7 +271,7 @@ bool discretise(const lpcl::Control& c, const MachineFacts& m, Param& out, std::
   } else if (c.type.kind == TK::Bool) {
     out.values = {"true", "false"};
   } else if (c.domain.kind == DK::Range && c.domain.lo && c.domain.hi) {
-    auto names = fact_names(m);
+    auto names = m.names();
     auto lo = evaluate_expr(expr_text(*c.domain.lo), names);
     auto hi = evaluate_expr(expr_text(*c.domain.hi), names);
     if (!lo || !hi || *hi < *lo) {

@@ -57,8 +57,7 @@ Comparison split_comparison(const std::string& t) {
 }
 
 std::map<std::string, double> numeric_names(const Space& space, const Config& c, const MachineFacts& m) {
-  std::map<std::string, double> names;
-  for (const char* f : {"ncpus", "ncores", "nnuma", "ngpus", "mem_total"}) names[f] = *m.get(f);
+  std::map<std::string, double> names = m.names();
   for (const auto& p : space.params)
     if (auto v = as_number(space.value(c, p.name))) names[p.name] = *v;
   return names;
@@ -553,8 +552,7 @@ class GuidedSearch : public Strategy {
   std::optional<Config> held_partners(const Config& c) const {
     Config out = c;
     bool any = false;
-    std::map<std::string, double> before;
-    for (const char* f : {"ncpus", "ncores", "nnuma", "ngpus", "mem_total"}) before[f] = *ctx_.machine.get(f);
+    std::map<std::string, double> before = ctx_.machine.names();
     std::map<std::string, double> after = before;
     for (const auto& [k, v] : c)
       if (auto x = as_number(v)) after[k] = *x;
