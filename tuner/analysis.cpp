@@ -139,10 +139,12 @@ nlohmann::json to_json(const Composition& c) {
   nlohmann::json procs = nlohmann::json::object();
   for (auto& [k, v] : c.processes)
     procs[k] = {{"max_concurrent", v}, {"max_threads", c.process_threads.count(k) ? c.process_threads.at(k) : 0}};
+  nlohmann::json apart = nlohmann::json::array();
+  for (auto& [a, b] : c.apart) apart.push_back({a, b});
   return {{"application", c.application}, {"libraries", libs},      {"contracts", contracts},
           {"relations", rel},             {"call_sites", calls},    {"source_scanned", c.source_scanned},
           {"app_threads", c.app_threads}, {"app_imports", c.app_imports}, {"interpreter", c.interpreter},
-          {"process_controls", pcs},      {"processes", procs}};
+          {"process_controls", pcs},      {"processes", procs},     {"apart", apart}};
 }
 
 nlohmann::json to_json(const Hypothesis& h) {
@@ -273,6 +275,7 @@ std::string to_text(const Analysis& a) {
     os << "  " << (r.kind == Relation::Kind::Nested ? r.inner + " inside " + r.outer + " (" + r.how + ")"
                                                     : r.outer + " beside " + r.inner + " (" + r.how + ")")
        << (r.where.empty() ? "" : " at " + r.where) << "\n";
+  for (auto& [x, y] : c.apart) os << "  " << x << " and " << y << " ran in different processes: they never nest\n";
   os << "\nHypotheses:\n";
   if (a.hypotheses.empty()) os << "  (none: no rule matches this composition)\n";
   for (auto& h : a.hypotheses) {

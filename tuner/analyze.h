@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -88,6 +89,9 @@ struct Composition {
   // From the first run (compose_processes): per contract, the most processes that had one of
   // its libraries mapped at once, and the most threads alive at once in those processes.
   std::map<std::string, int> processes, process_threads;
+  // Pairs of contracts (first < second) whose libraries the first run saw in different processes
+  // only, never both in one: neither can call the other, so they can co-run but never nest.
+  std::set<std::pair<std::string, std::string>> apart;
 
   const ContractUse* find_contract(const std::string& name) const;
 };
@@ -115,7 +119,9 @@ bool compose_runtime_libraries(Composition& c, const std::vector<std::string>& m
                                Diagnostics& diags);
 
 // The same from a run: libraries only its child processes mapped are found_by "child process"
-// (relation how "processes"), and compose_processes() records the process counts.
+// (relation how "processes"), and compose_processes() records the process counts. The programs
+// child processes ran (RunResult::executables) are searched for libraries linked into them, as
+// compose() searches the application.
 bool compose_runtime_libraries(Composition& c, const RunResult& run, const ComposeOptions& opts, Diagnostics& diags);
 
 // Records how many processes of a run had each composed library mapped at once, and their

@@ -205,8 +205,10 @@ void add_contract(Composition& comp, const ContractUse& use, const std::string& 
 //     still holds the names its getenv calls read; a name several libraries share, such as
 //     OMP_NUM_THREADS, proves nothing).
 // Only contracts not already composed are considered. The library is listed as found "embedded".
-void bind_embedded(Composition& comp, const Candidates& cands, const std::string& binary, const ElfInfo& app,
-                   Diagnostics& diags) {
+// Returns the contracts that joined. `child`: the executable is a program a child process ran.
+std::vector<std::string> bind_embedded(Composition& comp, const Candidates& cands, const std::string& binary,
+                                       const ElfInfo& app, Diagnostics& diags, bool child = false) {
+  std::vector<std::string> added;
   // env control name -> the libraries (contract names: a library may have several versions or
   // sources among the candidates) whose contracts declare it
   std::map<std::string, std::set<std::string>> declared_by;
@@ -241,14 +243,22 @@ void bind_embedded(Composition& comp, const Candidates& cands, const std::string
     Library l;
     l.soname = name + " (linked into " + exe + ")";
     l.path = binary;
-    l.found_by = "embedded: " + how;
-    l.direct = true;
+    if (child) {
+      std::error_code ec;
+      l.real_path = fs::canonical(binary, ec).string();
+    }
+    l.found_by = std::string(child ? "child process, embedded: " : "embedded: ") + how;
+    l.direct = !child;
     l.contract = name;
     comp.libraries.push_back(l);
     add_contract(comp, c, l.soname);
-    diags.note({binary, 0, 0}, "contract " + name + " binds the executable itself (" + how + "): " + name +
-                                   " is linked into it, not loaded as a shared library", "embedded-library");
+    added.push_back(name);
+    diags.note({binary, 0, 0},
+               "contract " + name + " binds " + (child ? "the program a child process ran" : "the executable itself") + " (" +
+                   how + "): " + name + " is linked into it, not loaded as a shared library",
+               "embedded-library");
   }
+  return added;
 }
 
 void add_relation(Composition& comp, Relation r) {
@@ -473,10 +483,13 @@ void find_command_process_controls(Composition& comp, const ComposeOptions& opts
 
 namespace {
 
+// A child's program larger than this is not read for linked-in libraries.
+constexpr std::uintmax_t kMaxEmbeddedScan = std::uintmax_t(256) << 20;
+
 // Adds what a run had mapped that the ELF walk did not find. `in_root`: the paths the started
 // process itself mapped (null: all of them); the others only its children mapped.
 bool add_runtime_libraries(Composition& comp, const std::vector<std::string>& mapped, const std::set<std::string>* in_root,
-                           const ComposeOptions& opts, Diagnostics& diags) {
+                           const std::vector<std::string>& programs, const ComposeOptions& opts, Diagnostics& diags) {
   Candidates cands;
   cands.load_store(opts.store_path, diags);
   cands.load_dirs(opts.contract_dirs.empty() ? default_contract_dirs() : opts.contract_dirs, diags);
@@ -510,6 +523,32 @@ bool add_runtime_libraries(Composition& comp, const std::vector<std::string>& ma
       }
     comp.libraries.push_back(l);
   }
+  // The programs child processes ran (a script's commands): a library linked into one (Debian's
+  // zstd command carries its own libzstd) maps no shared object. Not the started program itself
+  // nor its interpreter, which compose() looked at already (a script's interpreter's insides are
+  // not the script's); not with nothing composed to add to.
+  if (!comp.libraries.empty() || !comp.application.empty()) {
+    std::set<std::string> skip;
+    for (const std::string& p : {opts.binary, comp.interpreter}) {
+      std::error_code ec;
+      if (!p.empty()) skip.insert(fs::canonical(p, ec).string());
+    }
+    for (auto& program : programs) {
+      std::error_code ec;
+      std::string real = fs::canonical(program, ec).string();
+      if (ec || skip.count(real) || !fs::is_regular_file(real, ec)) continue;
+      if (fs::file_size(real, ec) > kMaxEmbeddedScan) {
+        diags.note({program, 0, 0}, "not searched for linked-in libraries: larger than 256 MiB", "embedded-skipped");
+        continue;
+      }
+      ElfInfo info = read_elf(real, false, true);
+      if (!info.ok) continue;  // a script run by its interpreter: the interpreter is a program too
+      for (auto& n : bind_embedded(comp, cands, program, info, diags, true)) {
+        added.push_back(n);
+        from_children.insert(n);
+      }
+    }
+  }
   // Nothing in the source says where a plugin's code runs: it shares the process with every
   // runtime already composed, so it is taken to run beside each of them. A library only child
   // processes load runs beside the others too, in processes that share the CPUs.
@@ -529,14 +568,15 @@ bool add_runtime_libraries(Composition& comp, const std::vector<std::string>& ma
 
 bool compose_runtime_libraries(Composition& comp, const std::vector<std::string>& mapped, const ComposeOptions& opts,
                                Diagnostics& diags) {
-  return add_runtime_libraries(comp, mapped, nullptr, opts, diags);
+  return add_runtime_libraries(comp, mapped, nullptr, {}, opts, diags);
 }
 
 bool compose_runtime_libraries(Composition& comp, const RunResult& run, const ComposeOptions& opts, Diagnostics& diags) {
   std::set<std::string> in_root;
   for (auto& u : run.library_use)
     if (u.in_root) in_root.insert(u.path);
-  bool added = add_runtime_libraries(comp, run.libraries, run.library_use.empty() ? nullptr : &in_root, opts, diags);
+  bool added =
+      add_runtime_libraries(comp, run.libraries, run.library_use.empty() ? nullptr : &in_root, run.executables, opts, diags);
   compose_processes(comp, run);
   return added;
 }

@@ -241,7 +241,9 @@ bool same_library(const Library& l, const std::string& path, const std::string& 
 void compose_processes(Composition& c, const RunResult& run) {
   c.processes.clear();
   c.process_threads.clear();
+  c.apart.clear();
   for (auto& l : c.libraries) l.processes = 0;
+  std::map<std::string, std::set<int>> pids;  // contract -> the processes seen with its libraries
   for (auto& use : run.library_use) {
     std::error_code ec;
     std::string real = fs::canonical(use.path, ec).string();
@@ -252,8 +254,17 @@ void compose_processes(Composition& c, const RunResult& run) {
       if (l.contract.empty()) continue;
       c.processes[l.contract] = std::max(c.processes[l.contract], use.max_concurrent);
       c.process_threads[l.contract] = std::max(c.process_threads[l.contract], use.max_threads);
+      pids[l.contract].insert(use.pids.begin(), use.pids.end());
     }
   }
+  // A contract whose libraries no process was seen with (a manifest's, a run that failed) may
+  // meet any other: only two seen in processes with none in common are apart.
+  for (auto a = pids.begin(); a != pids.end(); ++a)
+    for (auto b = std::next(a); b != pids.end(); ++b) {
+      if (a->second.empty() || b->second.empty()) continue;
+      bool shared = std::any_of(a->second.begin(), a->second.end(), [&](int p) { return b->second.count(p) > 0; });
+      if (!shared) c.apart.insert({a->first, b->first});
+    }
 }
 
 }  // namespace syspilot::tuner

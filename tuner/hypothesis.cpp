@@ -478,7 +478,16 @@ std::vector<Hypothesis> hypothesize(const Composition& comp, Diagnostics& diags,
         tuples.push_back({{b, a}, basis});
       }
     } else if (!comp.source_scanned) {
-      all_pairs("possible: both are composed and no source or manifest says how they meet");
+      // One library calls the other only inside one process: a pair the run saw only in
+      // different processes co-runs and never nests.
+      for (auto& a : parties)
+        for (auto& b : parties) {
+          if (&a == &b) continue;
+          bool apart = comp.apart.count({std::min(a.name, b.name), std::max(a.name, b.name)}) > 0;
+          if (apart && rule.relation == "nested") continue;
+          tuples.push_back({{&a, &b}, apart ? a.name + " and " + b.name + " ran in different processes"
+                                            : "possible: both are composed and no source or manifest says how they meet"});
+        }
     } else {
       for (auto& r : comp.relations) {
         bool want = (rule.relation == "nested") == (r.kind == Relation::Kind::Nested);

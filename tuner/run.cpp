@@ -189,10 +189,8 @@ class TreeSampler {
   int max_processes() const { return max_procs_; }
   double mean_threads() const { return samples_ ? double(thread_sum_) / samples_ : 0; }
   const std::map<int, ThreadSample>& threads() const { return threads_; }
-  std::vector<std::string> libraries() const {
-    std::set<std::string> s(lib_paths_.begin(), lib_paths_.end());
-    return {s.begin(), s.end()};
-  }
+  std::vector<std::string> libraries() const { return paths(false); }
+  std::vector<std::string> executables() const { return paths(true); }
   std::vector<LibraryUse> library_use() const {
     std::vector<LibraryUse> out = uses_;
     std::sort(out.begin(), out.end(), [](const LibraryUse& a, const LibraryUse& b) { return a.path < b.path; });
@@ -220,6 +218,26 @@ class TreeSampler {
     }
   }
 
+  std::vector<std::string> paths(bool executables) const {
+    std::set<std::string> s;
+    for (auto& u : uses_)
+      if (u.executable == executables) s.insert(u.path);
+    return {s.begin(), s.end()};
+  }
+
+  int object_id(const std::string& path, bool executable) {
+    auto [it, fresh] = lib_ids_.emplace((executable ? "exe:" : "so:") + path, static_cast<int>(lib_paths_.size()));
+    if (fresh) {
+      lib_paths_.push_back(path);
+      uses_.push_back({});
+      uses_.back().path = path;
+      uses_.back().executable = executable;
+    }
+    return it->second;
+  }
+
+  // The shared objects a process has mapped, and the program it runs: a library linked into
+  // that program (Debian's zstd carries its own libzstd) maps no shared object of its own.
   void read_libraries(int pid, Proc& proc) {
     std::string maps = slurp("/proc/" + std::to_string(pid) + "/maps");
     if (maps.empty()) return;  // gone, or not readable: keep what was seen
@@ -230,16 +248,22 @@ class TreeSampler {
       if (slash == std::string::npos) continue;
       std::string path = line.substr(slash);
       if (path.find(".so") == std::string::npos) continue;
-      auto [it, fresh] = lib_ids_.emplace(path, static_cast<int>(lib_paths_.size()));
-      if (fresh) {
-        lib_paths_.push_back(path);
-        uses_.push_back({});
-        uses_.back().path = path;
-      }
-      now.insert(it->second);
+      now.insert(object_id(path, false));
+    }
+    char exe[4096];
+    ssize_t n = ::readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), exe, sizeof exe - 1);
+    if (n > 0) {
+      std::string path(exe, static_cast<size_t>(n));
+      const std::string deleted = " (deleted)";  // replaced on disk while it ran: nothing to read
+      if (path.size() <= deleted.size() || path.compare(path.size() - deleted.size(), deleted.size(), deleted) != 0)
+        now.insert(object_id(path, true));
     }
     for (int id : now) {
-      if (proc.ever.insert(id).second) ++uses_[id].processes;
+      if (proc.ever.insert(id).second) {
+        ++uses_[id].processes;
+        auto& pids = uses_[id].pids;
+        if (std::find(pids.begin(), pids.end(), pid) == pids.end()) pids.insert(std::upper_bound(pids.begin(), pids.end(), pid), pid);
+      }
       if (pid == root_) uses_[id].in_root = true;
     }
     proc.libs = std::move(now);
@@ -614,6 +638,7 @@ RunResult run(const RunSpec& spec) {
   }
   for (auto& [mask, n] : narrow) r.pinned_sharing = std::max(r.pinned_sharing, double(n.second) / n.first);
   r.libraries = sampler.libraries();
+  r.executables = sampler.executables();
   r.max_processes = sampler.max_processes();
   r.library_use = sampler.library_use();
 

@@ -31,6 +31,10 @@ struct LibraryUse {
   int max_concurrent = 0;   // most of them alive at once, as sampled
   int max_threads = 0;      // most threads alive at once in processes that had it mapped
   bool in_root = false;     // the started process itself mapped it (not only its children)
+  std::vector<int> pids;    // the processes seen with it (ascending): two objects no process had
+                            // both of never called one another
+  bool executable = false;  // the program a process of the tree ran (/proc/PID/exe), not a
+                            // shared object: a library linked into it statically is found there
 };
 
 // One thread's CPU use as last seen by the sampler.
@@ -63,7 +67,9 @@ struct RunResult {
   std::vector<ThreadSample> threads;             // every thread seen, last values
   std::vector<std::string> libraries;            // shared objects mapped by the tree (dlopen included)
   int max_processes = 0;                         // most processes of the tree alive at once
-  std::vector<LibraryUse> library_use;           // per shared object: processes that mapped it
+  std::vector<LibraryUse> library_use;           // per shared object: processes that mapped it;
+                                                 // and per program the tree's processes ran
+  std::vector<std::string> executables;          // programs the tree's processes ran (/proc/PID/exe)
   std::map<std::string, double> perf;            // perf_event_open counters that worked
   std::vector<std::string> perf_notes;           // "cycles: not supported on this kernel/VM"
   std::string stdout_text, stderr_text;          // capped at RunSpec::output_cap
