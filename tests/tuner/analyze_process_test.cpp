@@ -170,6 +170,107 @@ TEST(Processes, RunnerCountsProcessesPerLibrary) {
             r.libraries.end());
 }
 
+// The runner records the program each process ran, and the processes seen with each object:
+// two children's libraries have no process in common, libc is in every one.
+TEST(Processes, RunnerRecordsProgramsAndTheirProcesses) {
+  std::string p = program("omp_loop") + " 300 20000";
+  RunSpec rs;
+  rs.argv = {"/bin/sh", "-c", p + " >/dev/null & /bin/sleep 0.4; wait"};
+  rs.env_set = {{"OMP_NUM_THREADS", "2"}, {"OMP_WAIT_POLICY", "passive"}};
+  rs.timeout_s = 60;
+  RunResult r = run(rs);
+  ASSERT_TRUE(r.ok()) << r.failure << r.stderr_text;
+  auto has = [&](const std::string& fragment) {
+    return std::any_of(r.executables.begin(), r.executables.end(),
+                       [&](const std::string& e) { return e.find(fragment) != std::string::npos; });
+  };
+  EXPECT_TRUE(has("omp_loop"));
+  EXPECT_TRUE(has("sleep"));
+  for (auto& e : r.executables) EXPECT_EQ(std::find(r.libraries.begin(), r.libraries.end(), e), r.libraries.end()) << e;
+  const LibraryUse* gomp = use_of(r, "libgomp");
+  const LibraryUse* sleep = nullptr;
+  for (auto& u : r.library_use)
+    if (u.executable && u.path.find("sleep") != std::string::npos) sleep = &u;
+  ASSERT_TRUE(gomp && sleep);
+  EXPECT_FALSE(gomp->executable);
+  ASSERT_EQ(gomp->pids.size(), 1u);
+  ASSERT_EQ(sleep->pids.size(), 1u);
+  EXPECT_NE(gomp->pids[0], sleep->pids[0]);
+  const LibraryUse* libc = use_of(r, "libc.so");
+  ASSERT_NE(libc, nullptr);
+  EXPECT_GE(libc->pids.size(), 3u);  // sh, omp_loop and sleep
+  EXPECT_TRUE(std::is_sorted(libc->pids.begin(), libc->pids.end()));
+}
+
+// Apart: two contracts whose libraries no one process held. Decided from the run's PIDs alone.
+TEST(Processes, ContractsSeenInDifferentProcessesAreApart) {
+  Composition c;
+  for (auto [soname, contract] : {std::pair{"liba.so.1", "alib"}, {"libb.so.1", "blib"}, {"libc2.so.1", "clib"},
+                                  {"libd.so.1", "dlib"}}) {
+    Library l;
+    l.soname = soname;
+    l.path = std::string("/opt/") + soname;
+    l.contract = contract;
+    c.libraries.push_back(l);
+  }
+  RunResult r;
+  auto use = [&](const std::string& path, std::vector<int> pids) {
+    LibraryUse u;
+    u.path = path;
+    u.pids = pids;
+    u.processes = static_cast<int>(pids.size());
+    u.max_concurrent = 1;
+    r.library_use.push_back(u);
+  };
+  use("/opt/liba.so.1", {10, 11});
+  use("/opt/libb.so.1", {12});
+  use("/opt/libc2.so.1", {11});  // shares process 11 with alib
+  // dlib: never seen mapped (a manifest's library): it may meet anything
+  compose_processes(c, r);
+  EXPECT_EQ(c.apart, (std::set<std::pair<std::string, std::string>>{{"alib", "blib"}, {"blib", "clib"}}));
+}
+
+// A script runs Debian's zstd command (libzstd linked in, stripped) beside an OpenMP program:
+// zstd is found in its child's program, and the two, in different processes, co-run but never
+// nest.
+TEST(Processes, ALibraryLinkedIntoAChildsProgramIsComposed) {
+  if (!fs::exists("/usr/bin/zstd")) GTEST_SKIP() << "Debian's zstd package is not installed";
+  Scratch s;
+  std::string input = s.write("input.txt", [] {
+    std::string t;
+    for (long i = 0; i < 400000; ++i) t += std::to_string(i * 7919 % 100003) + "\n";
+    return t;
+  }());
+  std::string script = s.write("both.sh",
+                               "#!/bin/sh\n"
+                               "zstd -q -15 -c < '" + input + "' > /dev/null &\n" +
+                                   program("omp_loop") + " 300 20000 > /dev/null\n"
+                                   "wait\n",
+                               true);
+  AnalyzeOptions o = batch_options({"/bin/sh", script});
+  o.profile.probes = false;
+  Analysis a = analyze(o);
+  std::string text = to_text(a);
+  const Composition& c = a.composition;
+  ASSERT_TRUE(a.profile.default_runs.front().ok()) << text;
+  const Library* z = nullptr;
+  for (auto& l : c.libraries)
+    if (l.contract == "zstd") z = &l;
+  ASSERT_NE(z, nullptr) << text;
+  EXPECT_EQ(z->found_by.rfind("child process, embedded: holds the names ", 0), 0u) << z->found_by;
+  EXPECT_EQ(z->path, fs::canonical("/usr/bin/zstd").string());
+  ASSERT_NE(c.find_contract("libgomp"), nullptr) << text;
+  EXPECT_TRUE(c.apart.count({"libgomp", "zstd"})) << text;
+  EXPECT_EQ(find_h(a.hypotheses, "nested_oversubscription:libgomp>zstd"), nullptr) << text;
+  EXPECT_EQ(find_h(a.hypotheses, "nested_oversubscription:zstd>libgomp"), nullptr) << text;
+  bool corun = std::any_of(a.hypotheses.begin(), a.hypotheses.end(), [](const Hypothesis& h) {
+    return h.kind == "corun_oversubscription" && std::count(h.libraries.begin(), h.libraries.end(), "zstd") &&
+           std::count(h.libraries.begin(), h.libraries.end(), "libgomp");
+  });
+  EXPECT_TRUE(corun) << text;
+  EXPECT_NE(text.find("libgomp and zstd ran in different processes"), std::string::npos) << text;
+}
+
 // The launchers' options name a command's process count: placeholders in the arguments,
 // variables in script text, never an unrelated option (xargs -n) or a fixed number.
 TEST(Processes, ProcessControlsFromArgumentsAndScripts) {
