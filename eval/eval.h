@@ -74,6 +74,11 @@ struct Freeze {
   std::vector<std::string> paths;
   std::optional<bool> changed;
   std::string changed_note;  // the paths that changed, or why it is unknown
+  // Freezes before this one, newest first: what became of the scenarios held out under each.
+  struct Earlier {
+    std::string commit, date, note;
+  };
+  std::vector<Earlier> earlier;
 };
 // Reads `path` (empty: eval/freeze.json) and checks the paths against the checkout. A missing
 // file gives an empty commit.

@@ -345,7 +345,12 @@ std::string write_report(const Comparison& c, const std::string& path) {
   const bool grouped = !held.scenarios.empty();
   if (grouped) {
     md << "## Dev scenarios\n\nThe hypothesis rules, the strategy and the corpus were developed on these "
-       << dev.scenarios.size() << " scenarios.\n\n";
+       << dev.scenarios.size() << " scenarios.";
+    for (const auto& e : c.freeze.earlier)
+      if (!e.commit.empty())
+        md << " Earlier freeze `" << e.commit.substr(0, 12) << "`" << (e.date.empty() ? "" : " (" + e.date + ")")
+           << (e.note.empty() ? "." : ": " + e.note);
+    md << "\n\n";
     target_section(md, dev, "### ");
     md << "## Held-out scenarios\n\n";
     const Freeze& f = c.freeze;

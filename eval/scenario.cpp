@@ -164,6 +164,10 @@ Freeze load_freeze(const std::string& path) {
   f.commit = j.value("commit", std::string());
   f.date = j.value("date", std::string());
   f.paths = j.value("paths", std::vector<std::string>{});
+  if (j.contains("earlier") && j["earlier"].is_array())
+    for (const auto& e : j["earlier"])
+      if (e.is_object())
+        f.earlier.push_back({e.value("commit", std::string()), e.value("date", std::string()), e.value("note", std::string())});
   // A commit is hex only: nothing from the file reaches the shell otherwise.
   bool hex = !f.commit.empty() && f.commit.size() <= 40 &&
              std::all_of(f.commit.begin(), f.commit.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
