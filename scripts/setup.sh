@@ -19,7 +19,7 @@ command -v npm >/dev/null 2>&1 || BUILD_PKGS="$BUILD_PKGS nodejs npm"
 # Real libraries the tests, scenarios and corpus run against.
 RUNTIME_PKGS="libopenblas-pthread-dev libopenblas0-pthread libopenblas0-openmp libblis-dev
   libgomp1 libomp-dev libtbb-dev libfftw3-dev libzstd-dev libjemalloc-dev
-  python3 python3-optuna python3-numexpr linux-perf dpkg-dev wrk sqlite3 xz-utils
+  python3 python3-optuna python3-numexpr python3-sklearn linux-perf dpkg-dev wrk sqlite3 xz-utils
   imagemagick librsvg2-bin zstd
   munge slurmctld slurmd slurm-client
   chromium fonts-dejavu-core"
