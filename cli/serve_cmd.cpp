@@ -4,13 +4,16 @@
 #ifdef SYSPILOT_HAVE_SERVICE_PIPELINE
 #include <algorithm>
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
 
 #include "cli/command.h"
 #include "service/regen.h"
+#include "tuner/slurm.h"
 #include "service/schema.h"
 #include "service/service.h"
 #include "store/store.h"
@@ -143,6 +146,9 @@ const CommandRegistration serve_registration(80, [](CLI::App& app, Context& ctx)
 struct RegenArgs {
   std::string config, db, library, changelog;
   bool json = false;
+  std::string executor = "local";  // local | slurm (docs/cluster.md)
+  std::string partition, slurm_dir;
+  std::vector<std::string> slurm_args;
 };
 
 const CommandRegistration regen_registration(81, [](CLI::App& app, Context& ctx) {
@@ -154,6 +160,17 @@ const CommandRegistration regen_registration(81, [](CLI::App& app, Context& ctx)
   cmd->add_option("--library", a->library, "only this tracked library");
   cmd->add_option("--changelog", a->changelog, "write the Markdown changelog here (default: the config's)");
   cmd->add_flag("--json", a->json, "print the report as JSON instead of the summary");
+  cmd->add_option("--executor", a->executor,
+                  "where releases are built: local (default), or slurm: one Slurm job per release, stored here "
+                  "(docs/cluster.md)")
+      ->check(CLI::IsMember({"local", "slurm"}));
+  cmd->add_option("--partition", a->partition, "Slurm partition of the jobs (--executor slurm)");
+  cmd->add_option("--slurm-arg", a->slurm_args,
+                  "one more sbatch argument for every job, e.g. --slurm-arg=--account=A (repeatable; --executor slurm)")
+      ->allow_extra_args(false);
+  cmd->add_option("--slurm-dir", a->slurm_dir,
+                  "folder of the jobs' specs, results, output and fetched sources, on a filesystem the nodes share "
+                  "(default: beside the store, DB.slurm/regen)");
   cmd->callback([a, &ctx] {
     Diagnostics diags;
     service::RegenConfig cfg;
@@ -164,9 +181,33 @@ const CommandRegistration regen_registration(81, [](CLI::App& app, Context& ctx)
     }
     std::string db = !a->db.empty() ? a->db : !cfg.db_path.empty() ? cfg.db_path : store::default_db_path();
     store::Store st = service::open_store(db);
-    auto report = service::regenerate(st, cfg, a->library, {}, [](const std::string& stage, double, const std::string& line) {
-      if (!line.empty()) std::cerr << "  [" << stage << "] " << line << "\n";
-    });
+    if (a->executor != "slurm" && (!a->partition.empty() || !a->slurm_args.empty() || !a->slurm_dir.empty()))
+      throw UsageError("--partition, --slurm-arg and --slurm-dir need --executor slurm");
+    service::RegenReport report;
+    if (a->executor == "slurm") {
+      tuner::SlurmOptions so;
+      so.partition = a->partition;
+      so.args = a->slurm_args;
+      std::error_code ec;
+      so.dir = std::filesystem::absolute(a->slurm_dir.empty() ? db + ".slurm/regen" : a->slurm_dir, ec).string();
+      so.syspilot = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+      std::unique_ptr<tuner::SlurmCluster> cluster;
+      try {
+        cluster = std::make_unique<tuner::SlurmCluster>(so);
+      } catch (const std::runtime_error& e) {
+        throw UsageError(e.what());
+      }
+      service::ClusterRegen how;
+      how.cluster = cluster.get();
+      how.dir = so.dir;
+      how.config_path = a->config;
+      how.note = [](const std::string& line) { std::cerr << "  [slurm] " << line << "\n"; };
+      report = service::regenerate_on_cluster(st, cfg, how, a->library);
+    } else {
+      report = service::regenerate(st, cfg, a->library, {}, [](const std::string& stage, double, const std::string& line) {
+        if (!line.empty()) std::cerr << "  [" << stage << "] " << line << "\n";
+      });
+    }
     std::string md = report.changelog_markdown();
     std::string path = a->changelog.empty() ? cfg.changelog : a->changelog;
     if (!path.empty()) {

@@ -3,6 +3,8 @@
 // configuration by the live objective, as a local session runs it; the measurement and the
 // node's name are written to RESULT atomically, so the submitter never reads half a result.
 // A spec with an "analysis" object is the session's analysis job: RESULT is the analysis' JSON.
+// A spec with a "regen" object is a release of `syspilot regen --executor slurm`: RESULT is the
+// release fetched, extracted and drafted (service::run_regen_job), for the submitter to store.
 // Exit codes: 0 the result was written (whether the run succeeded or not), 2 no spec or no result.
 #include <CLI/CLI.hpp>
 
@@ -12,6 +14,9 @@
 
 #include "cli/command.h"
 #include "tuner/slurm.h"
+#ifdef SYSPILOT_HAVE_SERVICE_PIPELINE
+#include "service/regen.h"
+#endif
 
 namespace syspilot::cli {
 namespace {
@@ -28,6 +33,18 @@ CommandRegistration reg(95, [](CLI::App& app, Context& ctx) {
     if (!in) throw UsageError("cannot read the trial spec '" + *spec + "': is --slurm-dir on a filesystem this node shares?");
     std::ostringstream text;
     text << in.rdbuf();
+#ifdef SYSPILOT_HAVE_SERVICE_PIPELINE
+    // A job of `regen --executor slurm`: one release fetched, extracted and drafted here.
+    try {
+      if (auto result = service::run_regen_job(text.str())) {
+        write_file_atomically(*out, *result);
+        ctx.exit_code = kOk;
+        return;
+      }
+    } catch (const std::exception& e) {
+      throw UsageError(*spec + ": " + e.what());
+    }
+#endif
     tuner::TrialSpec s;
     std::optional<tuner::AnalysisSpec> analysis;
     try {

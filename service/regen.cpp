@@ -403,6 +403,158 @@ void diff_with_previous(const store::Store& st, ReleaseOutcome& o, const std::st
 
 }  // namespace
 
+namespace {
+
+// The LLM endpoint is outbound like a source: a literal address is refused before anything
+// runs; a name is resolved and checked right before each connection (connect_to), and the
+// client connects to the address that passed. False (with diagnostics) when it is refused.
+bool guarded_llm(const SourcePolicy& policy, const ReleaseRequest& req, std::optional<synth::LlmConfig>& llm,
+                 const std::shared_ptr<Diagnostics>& denied, Diagnostics& diags) {
+  llm = req.llm;
+  if (!llm) return true;
+  if (!validate_outbound_url(llm->url, policy.outbound, diags, "llm.url")) return false;
+  if (!policy.outbound.allow_all)
+    llm->connect_to = [outbound = policy.outbound, denied](const std::string& host, int port) {
+      std::string address;
+      Diagnostics d;
+      if (!check_outbound_host(host, port, outbound, address, d, "llm.url")) {
+        denied->append(d);
+        throw synth::LlmError(d.items().front().message);
+      }
+      return address;
+    };
+  return true;
+}
+
+// The facts' cache key (the source and the extractor's revision) and the input digest (that
+// and the overlays: a changed overlay rebuilds the contract, reusing the facts; a new
+// extractor extracts again). False when an overlay cannot be read.
+bool input_digests(const FetchedSource& src, const ReleaseRequest& req, std::string& facts_key, std::string& input,
+                   Diagnostics& diags) {
+  facts_key = store::sha256_hex(src.digest + "\nextractor " + std::to_string(extract::kExtractorRevision));
+  input = facts_key;
+  if (req.overlays.empty()) return true;
+  std::string all = facts_key;
+  for (const auto& ov : req.overlays) {
+    std::ifstream in(ov, std::ios::binary);
+    std::stringstream bytes;
+    if (!in || !(bytes << in.rdbuf())) {
+      diags.error(SourceLoc{ov, 0, 0}, "cannot read the overlay", "overlay-unreadable",
+                  "fix the library's \"overlays\" in the regeneration config");
+      return false;
+    }
+    all += "\n" + store::sha256_hex(bytes.str());
+  }
+  input = store::sha256_hex(all);
+  return true;
+}
+
+// The start of every build: the LLM endpoint guarded, the source fetched, its digests. Returns ""
+// or the status the build ends with (failed, cancelled).
+std::string fetch_release(const SourcePolicy& policy, const ReleaseRequest& req, const std::function<bool()>& cancelled,
+                          const std::function<void(const std::string&, double, const std::string&)>& say,
+                          std::optional<synth::LlmConfig>& llm, const std::shared_ptr<Diagnostics>& denied,
+                          FetchedSource& src, std::string& facts_key, ReleaseOutcome& o) {
+  if (!guarded_llm(policy, req, llm, denied, o.diags)) return "failed";
+  say("fetch", 0.05, "fetching " + std::string(to_string(req.source.kind)) + " source");
+  if (!fetch_source(req.source, policy, src, o.diags, cancelled, [&](const std::string& l) { say("fetch", 0.1, l); }))
+    return cancelled && cancelled() ? "cancelled" : "failed";
+  o.source = src.describe;
+  if (!input_digests(src, req, facts_key, o.input_digest, o.diags)) return "failed";
+  return "";
+}
+
+extract::Facts extract_release(const FetchedSource& src, const ReleaseRequest& req) {
+  extract::ExtractOptions eo;
+  eo.paths = {src.dir};
+  eo.library = req.library;
+  eo.threads = 2;
+  return extract::extract(eo);
+}
+
+std::string extracted_line(const extract::Facts& facts) {
+  return "extracted " + std::to_string(facts.env_vars.size()) + " env reads, " +
+         std::to_string(facts.api_controls.size()) + " API controls from " + std::to_string(facts.files_scanned) +
+         " files";
+}
+
+// Drafting, validation and repair. `st` may be null (a job away from the store): nothing is
+// cached or stored then. Fills the outcome's drafter, convergence and LLM counts, and turns the
+// open problems of a contract into findings. Returns "" or the failed status.
+std::string draft_release(const extract::Facts& facts, const ReleaseRequest& req,
+                          const std::optional<synth::LlmConfig>& llm, const std::shared_ptr<Diagnostics>& denied,
+                          store::Store* st, const std::function<bool()>& cancelled,
+                          const std::function<void(const std::string&, double, const std::string&)>& say,
+                          synth::SynthResult& sr, ReleaseOutcome& o) {
+  synth::SynthOptions so;
+  so.library = req.library;
+  so.version = req.version;
+  so.llm = llm;
+  so.overlays = req.overlays;
+  so.cancelled = cancelled;
+  so.progress = [&](const std::string& l) { say("synthesize", 0.6, l); };
+  say("synthesize", 0.5, req.llm ? "drafting with " + req.llm->model : "drafting offline");
+  try {
+    sr = synth::synthesize(facts, so, st);
+  } catch (const synth::Cancelled&) {
+    return "cancelled";
+  } catch (const synth::EmptyFacts& e) {
+    o.diags.error(SourceLoc{"extract", 0, 0}, e.what(), "no-facts",
+                  "check the feed: this release's folder holds no source the extractors read");
+    return "failed";
+  } catch (const synth::LlmError& e) {
+    if (!denied->empty()) o.diags.append(*denied);  // "outbound-denied", with its hint
+    else o.diags.error(SourceLoc{"llm", 0, 0}, e.what(), "llm-error", "check the endpoint, model and API key");
+    return "failed";
+  }
+  o.converged = sr.converged;
+  o.drafter = sr.drafter;
+  o.prompt_tokens = sr.prompt_tokens;
+  o.completion_tokens = sr.completion_tokens;
+  for (auto& r : sr.rounds) {
+    if (r.drafter.rfind("llm", 0) != 0) continue;
+    (r.cached ? o.llm_cached : o.llm_calls)++;
+  }
+  // Open problems of a stored contract are findings, not a failed build.
+  for (auto d : sr.open.items()) {
+    if (d.severity == Severity::Error) d.severity = Severity::Warning;
+    o.diags.add(std::move(d));
+  }
+  return "";
+}
+
+// The stored contract's outcome: the input recorded as built, the diff with the version before.
+std::string record_stored(store::Store& st, const ReleaseRequest& req, const std::string& source, ReleaseOutcome& o) {
+  auto rec = st.get_contract(req.library, req.version);
+  if (!rec) {
+    o.diags.error(SourceLoc{"store", 0, 0}, "the synthesized contract was not found in the store", "store-failed");
+    return "failed";
+  }
+  o.contract_digest = rec->digest;
+  o.revision = rec->revision;
+  st.db()
+      .prepare("INSERT OR REPLACE INTO service_inputs(library, version, input_digest, contract_digest, source) "
+               "VALUES (?1, ?2, ?3, ?4, ?5)")
+      .bind_all(req.library, req.version, o.input_digest, rec->digest, source)
+      .run();
+  diff_with_previous(st, o, rec->lpcl);
+  return "stored";
+}
+
+void cache_facts(store::Store& st, const std::string& facts_key, const std::string& facts_json) {
+  std::string facts_digest = st.put_facts(facts_json);
+  st.db()
+      .prepare("INSERT OR REPLACE INTO service_facts_cache(input_digest, facts_digest) VALUES (?1, ?2)")
+      .bind_all(facts_key, facts_digest)
+      .run();
+}
+
+std::string facts_text(const extract::Facts& facts) {
+  return extract::to_json(facts).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
 ReleaseOutcome build_release(store::Store& st, const SourcePolicy& policy, const ReleaseRequest& req,
                              const std::function<bool()>& cancelled, const StageProgress& progress) {
   auto t0 = std::chrono::steady_clock::now();
@@ -419,50 +571,12 @@ ReleaseOutcome build_release(store::Store& st, const SourcePolicy& policy, const
     return o;
   };
 
-  // The LLM endpoint is outbound like a source: a literal address is refused before anything
-  // runs; a name is resolved and checked right before each connection (connect_to), and the
-  // client connects to the address that passed.
-  std::optional<synth::LlmConfig> llm = req.llm;
+  std::optional<synth::LlmConfig> llm;
   auto llm_denied = std::make_shared<Diagnostics>();
-  if (llm) {
-    if (!validate_outbound_url(llm->url, policy.outbound, o.diags, "llm.url")) return finish("failed");
-    if (!policy.outbound.allow_all)
-      llm->connect_to = [outbound = policy.outbound, llm_denied](const std::string& host, int port) {
-        std::string address;
-        Diagnostics d;
-        if (!check_outbound_host(host, port, outbound, address, d, "llm.url")) {
-          llm_denied->append(d);
-          throw synth::LlmError(d.items().front().message);
-        }
-        return address;
-      };
-  }
-
   FetchedSource src;
-  say("fetch", 0.05, "fetching " + std::string(to_string(req.source.kind)) + " source");
-  if (!fetch_source(req.source, policy, src, o.diags, cancelled, [&](const std::string& l) { say("fetch", 0.1, l); }))
-    return finish(is_cancelled() ? "cancelled" : "failed");
-  o.source = src.describe;
-  // The input is the source, the extractor's revision and the overlays: a changed overlay
-  // rebuilds the contract (the facts, which depend on the source and the extractor alone, are
-  // reused); a new extractor extracts again.
-  const std::string facts_key =
-      store::sha256_hex(src.digest + "\nextractor " + std::to_string(extract::kExtractorRevision));
-  o.input_digest = facts_key;
-  if (!req.overlays.empty()) {
-    std::string all = facts_key;
-    for (const auto& ov : req.overlays) {
-      std::ifstream in(ov, std::ios::binary);
-      std::stringstream bytes;
-      if (!in || !(bytes << in.rdbuf())) {
-        o.diags.error(SourceLoc{ov, 0, 0}, "cannot read the overlay", "overlay-unreadable",
-                      "fix the library's \"overlays\" in the regeneration config");
-        return finish("failed");
-      }
-      all += "\n" + store::sha256_hex(bytes.str());
-    }
-    o.input_digest = store::sha256_hex(all);
-  }
+  std::string facts_key;
+  if (std::string end = fetch_release(policy, req, cancelled, say, llm, llm_denied, src, facts_key, o); !end.empty())
+    return finish(end);
 
   store::Database& db = st.db();
   if (!req.force) {
@@ -502,74 +616,81 @@ ReleaseOutcome build_release(store::Store& st, const SourcePolicy& policy, const
   if (!have_facts) {
     if (is_cancelled()) return finish("cancelled");
     say("extract", 0.2, "extracting facts from " + src.dir);
-    extract::ExtractOptions eo;
-    eo.paths = {src.dir};
-    eo.library = req.library;
-    eo.threads = 2;
-    facts = extract::extract(eo);
-    std::string facts_digest = st.put_facts(extract::to_json(facts).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-    db.prepare("INSERT OR REPLACE INTO service_facts_cache(input_digest, facts_digest) VALUES (?1, ?2)")
-        .bind_all(facts_key, facts_digest)
-        .run();
-    say("extract", 0.4,
-        "extracted " + std::to_string(facts.env_vars.size()) + " env reads, " +
-            std::to_string(facts.api_controls.size()) + " API controls from " + std::to_string(facts.files_scanned) +
-            " files");
+    facts = extract_release(src, req);
+    cache_facts(st, facts_key, facts_text(facts));
+    say("extract", 0.4, extracted_line(facts));
   }
   facts.library = req.library;
   if (is_cancelled()) return finish("cancelled");
 
-  synth::SynthOptions so;
-  so.library = req.library;
-  so.version = req.version;
-  so.llm = llm;
-  so.overlays = req.overlays;
-  so.cancelled = cancelled;
-  so.progress = [&](const std::string& l) { say("synthesize", 0.6, l); };
-  say("synthesize", 0.5, req.llm ? "drafting with " + req.llm->model : "drafting offline");
   synth::SynthResult sr;
-  try {
-    sr = synth::synthesize(facts, so, &st);
-  } catch (const synth::Cancelled&) {
-    return finish("cancelled");
-  } catch (const synth::LlmError& e) {
-    if (!llm_denied->empty()) o.diags.append(*llm_denied);  // "outbound-denied", with its hint
-    else o.diags.error(SourceLoc{"llm", 0, 0}, e.what(), "llm-error", "check the endpoint, model and API key");
-    return finish("failed");
-  }
-  o.converged = sr.converged;
-  o.drafter = sr.drafter;
-  o.prompt_tokens = sr.prompt_tokens;
-  o.completion_tokens = sr.completion_tokens;
-  for (auto& r : sr.rounds) {
-    if (r.drafter.rfind("llm", 0) != 0) continue;
-    (r.cached ? o.llm_cached : o.llm_calls)++;
-  }
-  // Open problems of a stored contract are findings, not a failed build.
-  for (auto d : sr.open.items()) {
-    if (d.severity == Severity::Error) d.severity = Severity::Warning;
-    o.diags.add(std::move(d));
-  }
+  std::string failed = draft_release(facts, req, llm, llm_denied, &st, cancelled, say, sr, o);
+  if (!failed.empty()) return finish(failed);
   if (sr.contract_id.empty()) {
     store::ContractRecord rec = store::ContractRecord::of(sr.contract);
     rec.status = sr.converged ? store::ContractStatus::Converged : store::ContractStatus::OpenDiagnostics;
     rec.source = src.describe;
     st.put_contract(rec);
   }
-  auto rec = st.get_contract(req.library, req.version);
-  if (!rec) {
-    o.diags.error(SourceLoc{"store", 0, 0}, "the synthesized contract was not found in the store", "store-failed");
-    return finish("failed");
+  std::string status = record_stored(st, req, src.describe, o);
+  if (status == "stored") say("done", 1, "stored " + req.library + " " + req.version + " revision " + std::to_string(o.revision));
+  return finish(status);
+}
+
+// ---------------------------------------------------------------------------------------
+// One release away from the store (a Slurm job)
+
+PreparedRelease prepare_release(const SourcePolicy& policy, const ReleaseRequest& req,
+                                const std::function<bool()>& cancelled, const StageProgress& progress) {
+  auto t0 = std::chrono::steady_clock::now();
+  PreparedRelease p;
+  ReleaseOutcome& o = p.outcome;
+  o.library = req.library;
+  o.version = req.version;
+  auto say = [&](const std::string& stage, double f, const std::string& line) {
+    if (progress) progress(stage, f, line);
+  };
+  auto finish = [&](const std::string& status) {
+    o.status = status;
+    o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return p;
+  };
+  std::optional<synth::LlmConfig> llm;
+  auto llm_denied = std::make_shared<Diagnostics>();
+  FetchedSource src;
+  if (std::string end = fetch_release(policy, req, cancelled, say, llm, llm_denied, src, p.facts_key, o); !end.empty())
+    return finish(end);
+  say("extract", 0.2, "extracting facts from " + src.dir);
+  extract::Facts facts = extract_release(src, req);
+  p.facts_json = facts_text(facts);
+  say("extract", 0.4, extracted_line(facts));
+  facts.library = req.library;
+  synth::SynthResult sr;
+  std::string failed = draft_release(facts, req, llm, llm_denied, nullptr, cancelled, say, sr, o);
+  if (!failed.empty()) return finish(failed);
+  synth::SynthOptions so;
+  so.llm = llm;
+  p.record = synth::record_of(sr, facts, so);
+  return finish("prepared");
+}
+
+ReleaseOutcome store_prepared(store::Store& st, const ReleaseRequest& req, PreparedRelease p) {
+  ReleaseOutcome o = std::move(p.outcome);
+  o.library = req.library;
+  o.version = req.version;
+  if (o.status != "prepared") return o;
+  if (!p.facts_json.empty() && !p.facts_key.empty()) cache_facts(st, p.facts_key, p.facts_json);
+  store::ContractRecord rec = std::move(p.record);
+  if (rec.library != req.library || rec.version != req.version) {
+    o.diags.error(SourceLoc{"job", 0, 0},
+                  "the job's contract is " + rec.library + " " + rec.version + ", not " + req.library + " " + req.version,
+                  "job-mismatch");
+    o.status = "failed";
+    return o;
   }
-  o.contract_digest = rec->digest;
-  o.revision = rec->revision;
-  db.prepare("INSERT OR REPLACE INTO service_inputs(library, version, input_digest, contract_digest, source) "
-             "VALUES (?1, ?2, ?3, ?4, ?5)")
-      .bind_all(req.library, req.version, o.input_digest, rec->digest, src.describe)
-      .run();
-  diff_with_previous(st, o, rec->lpcl);
-  say("done", 1, "stored " + req.library + " " + req.version + " revision " + std::to_string(rec->revision));
-  return finish("stored");
+  st.put_contract(rec);
+  o.status = record_stored(st, req, o.source, o);
+  return o;
 }
 
 json to_json(const ReleaseOutcome& o) {
@@ -676,9 +797,9 @@ json to_json(const RegenReport& r) {
   return j;
 }
 
-RegenReport regenerate(store::Store& st, const RegenConfig& cfg, const std::string& library,
-                       const std::function<bool()>& cancelled, const StageProgress& progress) {
-  RegenReport report;
+std::vector<ReleaseRequest> new_releases(const store::Store& st, const RegenConfig& cfg, const std::string& library,
+                                         RegenReport& report, const StageProgress& progress) {
+  std::vector<ReleaseRequest> out;
   SourcePolicy policy = policy_of(cfg);
   bool found = library.empty();
   for (const TrackedLibrary& lib : cfg.libraries) {
@@ -690,25 +811,34 @@ RegenReport regenerate(store::Store& st, const RegenConfig& cfg, const std::stri
     std::set<std::string> stored;
     for (auto& v : st.versions(lib.name)) stored.insert(v.version);
     size_t fresh = 0;
-    for (auto& r : releases) {
-      if (stored.count(r.version)) continue;
-      ++fresh;
-      if (cancelled && cancelled()) {
-        ReleaseOutcome o;
-        o.library = lib.name;
-        o.version = r.version;
-        o.status = "cancelled";
-        report.outcomes.push_back(std::move(o));
-        continue;
+    for (auto& r : releases)
+      if (!stored.count(r.version)) {
+        ++fresh;
+        out.push_back({lib.name, r.version, r.source, cfg.llm, false, lib.overlays});
       }
-      ReleaseRequest req{lib.name, r.version, r.source, cfg.llm, false, lib.overlays};
-      report.outcomes.push_back(build_release(st, policy, req, cancelled, progress));
-    }
     if (fresh == 0) report.up_to_date.push_back(lib.name);
   }
   if (!found)
     report.diags.error(SourceLoc{cfg.file, 0, 0}, "library '" + library + "' is not tracked in this config",
                        "not-tracked", "add it to \"libraries\" or omit the library");
+  return out;
+}
+
+RegenReport regenerate(store::Store& st, const RegenConfig& cfg, const std::string& library,
+                       const std::function<bool()>& cancelled, const StageProgress& progress) {
+  RegenReport report;
+  SourcePolicy policy = policy_of(cfg);
+  for (auto& req : new_releases(st, cfg, library, report, progress)) {
+    if (cancelled && cancelled()) {
+      ReleaseOutcome o;
+      o.library = req.library;
+      o.version = req.version;
+      o.status = "cancelled";
+      report.outcomes.push_back(std::move(o));
+      continue;
+    }
+    report.outcomes.push_back(build_release(st, policy, req, cancelled, progress));
+  }
   return report;
 }
 

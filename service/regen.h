@@ -13,9 +13,10 @@
 #include "lpcl/diagnostics.h"
 #include "lpcl/lpcl.h"
 #include "service/sources.h"
+#include "store/store.h"
 #include "synth/synth.h"
 
-namespace syspilot::store { class Store; }
+namespace syspilot::tuner { class Cluster; }
 
 namespace syspilot::service {
 
@@ -107,6 +108,21 @@ using StageProgress = std::function<void(const std::string& stage, double fracti
 ReleaseOutcome build_release(store::Store& store, const SourcePolicy& policy, const ReleaseRequest& req,
                              const std::function<bool()>& cancelled = {}, const StageProgress& progress = {});
 
+// One release built where there is no store (a Slurm job of `syspilot regen --executor slurm`):
+// fetched, extracted and drafted, with no cache. `outcome.status` is "prepared" (the record is
+// to be stored), "failed" or "cancelled".
+struct PreparedRelease {
+  ReleaseOutcome outcome;
+  std::string facts_key;         // the facts' cache key (source and extractor revision)
+  std::string facts_json;        // the extracted facts, for the submitter's facts cache
+  store::ContractRecord record;  // what synthesize() would have stored (synth::record_of)
+};
+PreparedRelease prepare_release(const SourcePolicy& policy, const ReleaseRequest& req,
+                                const std::function<bool()>& cancelled = {}, const StageProgress& progress = {});
+// The submitter's side: stores the prepared record and the facts, records the input as built and
+// diffs with the version before, as build_release() does.
+ReleaseOutcome store_prepared(store::Store& store, const ReleaseRequest& req, PreparedRelease p);
+
 struct RegenReport {
   std::vector<ReleaseOutcome> outcomes;
   std::vector<std::string> up_to_date;  // libraries with no new release
@@ -117,9 +133,35 @@ struct RegenReport {
 };
 nlohmann::json to_json(const RegenReport& r);
 
+// For each tracked library (or only `library`), the releases its feeds offer that the store
+// does not hold, ascending by version; libraries with none go to report.up_to_date, feed
+// problems and an untracked `library` to report.diags.
+std::vector<ReleaseRequest> new_releases(const store::Store& store, const RegenConfig& cfg, const std::string& library,
+                                         RegenReport& report, const StageProgress& progress = {});
+
 // For each tracked library (or only `library`), every release not yet in the store, in
 // ascending version order, each diffed against the version before it.
 RegenReport regenerate(store::Store& store, const RegenConfig& cfg, const std::string& library = {},
                        const std::function<bool()>& cancelled = {}, const StageProgress& progress = {});
+
+// Regeneration with one Slurm job per release (`syspilot regen --executor slurm`). Each job runs
+// `syspilot trial-run` on a node with a regen spec (prepare_release there, no store), writes its
+// result to `dir` (a filesystem the nodes share) and the submitter, which alone opens the store,
+// stores the releases in ascending version order, each diffed against the one before. A job
+// the cluster lost (no result: node failure, preemption, time limit) is resubmitted once, away
+// from its node; a release whose job fails is reported and the others go on.
+struct ClusterRegen {
+  tuner::Cluster* cluster = nullptr;
+  std::string dir;              // specs, results, the jobs' work folders
+  std::string config_path;      // the regeneration config, read again by each job (shared)
+  double poll_s = 0.5, unknown_s = 10, grace_s = 3;
+  std::function<void(const std::string&)> note;  // a line per submission, retry and result
+};
+RegenReport regenerate_on_cluster(store::Store& store, const RegenConfig& cfg, const ClusterRegen& how,
+                                  const std::string& library = {});
+
+// The node's side: the result JSON of a regen spec (a trial-run spec with a "regen" object);
+// nullopt when the spec is no regen spec. Throws std::runtime_error for a malformed one.
+std::optional<std::string> run_regen_job(const std::string& spec_text);
 
 }  // namespace syspilot::service

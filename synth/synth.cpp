@@ -330,33 +330,37 @@ struct Loop {
 
   void put() {
     if (!store) return;
-    store::ContractRecord rec = store::ContractRecord::of(r.contract);
-    rec.lpcl = r.text;
-    rec.status = r.converged ? store::ContractStatus::Converged : store::ContractStatus::OpenDiagnostics;
-    rec.diagnostics = diagnostics_json(r.open).dump();
-    auto at = r.prompt_id.find('@');
-    rec.prompt_id = r.prompt_id.substr(0, at);
-    rec.prompt_version = at == std::string::npos ? 0 : std::atoi(r.prompt_id.c_str() + at + 1);
-    rec.drafter = opts.llm ? store::Drafter::Llm : store::Drafter::Offline;
-    rec.model = opts.llm ? opts.llm->model : "";
-    store::FactsSource fs;
-    fs.json = extract::to_json(facts).dump();
-    for (auto& root : facts.roots) fs.source += (fs.source.empty() ? "" : " ") + ("path:" + root);
-    rec.facts.push_back(fs);
-    for (auto& rd : r.rounds) {
-      store::ValidationRound v;
-      v.round = rd.n;
-      v.drafter = rd.drafter;
-      v.diagnostics = diagnostics_json(rd.diags).dump();
-      v.repairs = nlohmann::json(rd.repairs).dump();
-      rec.rounds.push_back(v);
-    }
-    auto put = store->put_contract(rec);
+    auto put = store->put_contract(record_of(r, facts, opts));
     r.contract_id = std::to_string(put.id);
   }
 };
 
 }  // namespace
+
+store::ContractRecord record_of(const SynthResult& r, const extract::Facts& facts, const SynthOptions& opts) {
+  store::ContractRecord rec = store::ContractRecord::of(r.contract);
+  rec.lpcl = r.text;
+  rec.status = r.converged ? store::ContractStatus::Converged : store::ContractStatus::OpenDiagnostics;
+  rec.diagnostics = diagnostics_json(r.open).dump();
+  auto at = r.prompt_id.find('@');
+  rec.prompt_id = r.prompt_id.substr(0, at);
+  rec.prompt_version = at == std::string::npos ? 0 : std::atoi(r.prompt_id.c_str() + at + 1);
+  rec.drafter = opts.llm ? store::Drafter::Llm : store::Drafter::Offline;
+  rec.model = opts.llm ? opts.llm->model : "";
+  store::FactsSource fs;
+  fs.json = extract::to_json(facts).dump();
+  for (auto& root : facts.roots) fs.source += (fs.source.empty() ? "" : " ") + ("path:" + root);
+  rec.facts.push_back(fs);
+  for (auto& rd : r.rounds) {
+    store::ValidationRound v;
+    v.round = rd.n;
+    v.drafter = rd.drafter;
+    v.diagnostics = diagnostics_json(rd.diags).dump();
+    v.repairs = nlohmann::json(rd.repairs).dump();
+    rec.rounds.push_back(v);
+  }
+  return rec;
+}
 
 void require_facts(const extract::Facts& facts, const SynthOptions& opts) {
   if (!facts.env_vars.empty() || !facts.api_controls.empty() || !facts.threading.empty() ||

@@ -12,7 +12,10 @@
 #include "lpcl/ast.h"
 #include "lpcl/diagnostics.h"
 
-namespace syspilot::store { class Store; }
+namespace syspilot::store {
+class Store;
+struct ContractRecord;
+}  // namespace syspilot::store
 
 namespace syspilot::synth {
 
@@ -86,6 +89,11 @@ struct SynthResult {
 struct EmptyFacts : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// The store record synthesize() keeps for `r` (with a store): the contract, its status and open
+// diagnostics, the drafter, the facts and every round. Also for a contract drafted where there
+// is no store (a Slurm job of `syspilot regen`), for the submitter to store.
+store::ContractRecord record_of(const SynthResult& r, const extract::Facts& facts, const SynthOptions& opts);
 
 // Throws EmptyFacts (naming the roots) when `facts` hold nothing; synthesize() calls it first.
 void require_facts(const extract::Facts& facts, const SynthOptions& opts);
