@@ -9,16 +9,10 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 cluster="$here/scripts/slurm-cluster.sh"
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-step() { echo "== $*"; }
+# shellcheck source=common.sh
+source "$here/tests/cluster/common.sh"
 
-missing=""
-for c in munged mungekey slurmctld slurmd srun sbatch sinfo scontrol squeue; do
-  command -v "$c" >/dev/null 2>&1 || missing="$missing $c"
-done
-[ -z "$missing" ] || fail "not installed:$missing; install munge slurmctld slurmd slurm-client" \
-  "(bash scripts/setup.sh does)"
-[ "$(id -u)" = 0 ] || fail "must run as root: the cluster's daemons run as root"
+require_cluster munged mungekey slurmctld slurmd srun sbatch sinfo scontrol squeue
 
 state=$(mktemp -d "${TMPDIR:-/tmp}/slurm-cluster-test.XXXXXX")/slurm
 cleanup() {

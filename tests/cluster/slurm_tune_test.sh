@@ -22,16 +22,10 @@ syspilot=${1:?usage: slurm_tune_test.sh SYSPILOT OMP_LOOP CASE}
 omp_loop=${2:?usage: slurm_tune_test.sh SYSPILOT OMP_LOOP CASE}
 case_=${3:?usage: slurm_tune_test.sh SYSPILOT OMP_LOOP CASE}
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-step() { echo "== $*"; }
+# shellcheck source=common.sh
+source "$here/tests/cluster/common.sh"
 
-missing=""
-for c in munged slurmctld slurmd sbatch scontrol squeue sinfo sqlite3; do
-  command -v "$c" >/dev/null 2>&1 || missing="$missing $c"
-done
-[ -z "$missing" ] || fail "not installed:$missing; install munge slurmctld slurmd slurm-client sqlite3" \
-  "(bash scripts/setup.sh does)"
-[ "$(id -u)" = 0 ] || fail "must run as root: the cluster's daemons run as root"
+require_cluster munged slurmctld slurmd sbatch scontrol squeue sinfo sqlite3
 [ -x "$syspilot" ] || fail "no syspilot at $syspilot"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/slurm-tune-test.XXXXXX")
