@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <regex>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -999,10 +1000,16 @@ bool fetch_debian_revision(const SourceSpec& s, const std::string& version, cons
     return false;
   }
   if (progress) progress("unpacking " + dsc.filename().string());
-  // dpkg-source runs tar itself: its tarballs are listed and capped first, its tree checked after
+  // dpkg-source runs tar itself: its tarballs are listed and capped first, its tree checked after.
+  // Only the tarballs: a package also carries the upstream signatures of its tarballs
+  // (libzstd's orig.tar.xz.asc), which dpkg-source verifies or ignores, never unpacks.
+  auto is_tarball = [](const std::string& name) {
+    static const std::regex tarball(R"(\.(tar(\.(gz|bz2|xz|lzma|zst))?|tgz)$)");
+    return std::regex_search(name, tarball);
+  };
   for (auto& e : fs::directory_iterator(tmp, ec)) {
     std::string name = e.path().filename().string();
-    if (name.find(".tar") != std::string::npos && fs::is_regular_file(fs::symlink_status(e.path())) &&
+    if (is_tarball(name) && fs::is_regular_file(fs::symlink_status(e.path())) &&
         !check_archive(e.path(), name, policy, cancel, diags)) {
       fs::remove_all(tmp, ec);
       return false;
