@@ -27,13 +27,18 @@ struct DebianFeed : ::testing::Test {
   fs::path archive() const { return tmp.path() / "archive"; }
   fs::path log() const { return tmp.path() / "apt.log"; }
 
-  // A real "3.0 (quilt)" source package foo_<upstream>-<revision>.dsc under archive/<version>/.
-  void build_package(const std::string& upstream, const std::string& revision) {
+  // A real "3.0 (quilt)" source package foo_<upstream>-<revision>.dsc under archive/<version>/;
+  // `signed_upstream`: with the upstream tarball's signature beside it (orig.tar.gz.asc), as
+  // many Debian packages carry.
+  void build_package(const std::string& upstream, const std::string& revision, bool signed_upstream = false) {
     std::string version = upstream + "-" + revision;
     fs::path work = tmp.path() / "pkg" / version;
     fs::path tree = work / ("foo-" + upstream);
     write_foo_release(tree, upstream);
     ASSERT_TRUE(sh({"tar", "-czf", "foo_" + upstream + ".orig.tar.gz", "foo-" + upstream}, work.string()).ok());
+    if (signed_upstream)
+      write_file(work / ("foo_" + upstream + ".orig.tar.gz.asc"),
+                 "-----BEGIN PGP SIGNATURE-----\n\niQEzBAABCAAdFiEE\n=abcd\n-----END PGP SIGNATURE-----\n");
     write_file(tree / "debian" / "source" / "format", "3.0 (quilt)\n");
     write_file(tree / "debian" / "changelog", "foo (" + version +
                                                   ") unstable; urgency=medium\n\n  * Release.\n\n"
@@ -143,6 +148,18 @@ TEST_F(DebianFeed, ReleaseFailsOnlyWhenNoRevisionIsServed) {
   EXPECT_NE(why.find("apt-cache showsrc foo"), std::string::npos) << why;  // what to do
   EXPECT_EQ(r.outcomes[1].status, "stored") << r.summary();                 // the others go on
   EXPECT_EQ(st.versions("foo").size(), 1u);
+}
+
+// The upstream signature beside the tarball is part of the package, not an archive to list:
+// the release is stored.
+TEST_F(DebianFeed, AnUpstreamSignatureIsNotTakenForAnArchive) {
+  build_package("1.0.0", "1", true);
+  ASSERT_TRUE(fs::exists(archive() / "1.0.0-1" / "foo_1.0.0.orig.tar.gz.asc"));
+  install_fake_apt({"1.0.0-1"});
+  store::Store st = open_store(tmp.str("db.sqlite"));
+  RegenReport r = regenerate(st, config());
+  ASSERT_EQ(r.outcomes.size(), 1u) << r.summary();
+  EXPECT_EQ(r.outcomes[0].status, "stored") << r.summary();
 }
 
 }  // namespace
