@@ -184,8 +184,14 @@ TEST(Tables, CoverEverySpaceWithOneDigestAndTheMachine) {
       }
     best_not_all_ones += !(any && all_ones);
   }
-  for (const auto& [group, ds] : digests)
-    EXPECT_EQ(ds.size(), 1u) << "the " << group << " tables were measured against different contract corpora";
+  // The held-out tables are measured after one freeze, against its corpus. The dev group also
+  // holds the scenarios held out under earlier freezes, measured against earlier corpora: its
+  // tables may disagree (the report says so), but each names its own.
+  for (const auto& [group, ds] : digests) {
+    EXPECT_FALSE(ds.count("")) << "a " << group << " table records no contracts digest";
+    if (group == "held-out")
+      EXPECT_EQ(ds.size(), 1u) << "the held-out tables were measured against different contract corpora";
+  }
   EXPECT_GE(best_not_all_ones * 2, static_cast<int>(scenarios().size()))
       << "the best configuration is 'all thread counts to 1' in more than half of the scenarios";
 }
@@ -289,9 +295,12 @@ TEST(Compare, BudgetsKeptAndDeterministicForEveryTuner) {
   ASSERT_FALSE(d.has_errors()) << d.str();
   Comparison b = compare(scenarios(), tables, o, guidance, d);
   ASSERT_EQ(a.scenarios.size(), scenarios().size());
-  std::set<std::string> groups;
-  for (const auto& s : scenarios()) groups.insert(s.group);
-  EXPECT_EQ(a.group_digests.size(), groups.size()) << "each group's tables share one corpus";
+  std::map<std::string, std::set<std::string>> group_digests;  // group -> its tables' digests
+  for (const auto& s : scenarios()) group_digests[s.group].insert(tables.at(s.name).contracts_digest);
+  for (const auto& [group, ds] : group_digests)
+    EXPECT_EQ(a.group_digests.count(group), ds.size() == 1 ? 1u : 0u)
+        << "a group's digest is named only when its tables share one corpus (" << group << ")";
+  if (group_digests.count("held-out")) EXPECT_TRUE(a.group_digests.count("held-out"));
   for (size_t i = 0; i < a.scenarios.size(); ++i) {
     const auto& r = a.scenarios[i];
     SCOPED_TRACE(r.scenario);
