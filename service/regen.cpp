@@ -478,6 +478,16 @@ std::string extracted_line(const extract::Facts& facts) {
          " files";
 }
 
+// What the release is drafted as: the same options for the drafting and for its store record.
+synth::SynthOptions synth_options(const ReleaseRequest& req, const std::optional<synth::LlmConfig>& llm) {
+  synth::SynthOptions so;
+  so.library = req.library;
+  so.version = req.version;
+  so.llm = llm;
+  so.overlays = req.overlays;
+  return so;
+}
+
 // Drafting, validation and repair. `st` may be null (a job away from the store): nothing is
 // cached or stored then. Fills the outcome's drafter, convergence and LLM counts, and turns the
 // open problems of a contract into findings. Returns "" or the failed status.
@@ -486,11 +496,7 @@ std::string draft_release(const extract::Facts& facts, const ReleaseRequest& req
                           store::Store* st, const std::function<bool()>& cancelled,
                           const std::function<void(const std::string&, double, const std::string&)>& say,
                           synth::SynthResult& sr, ReleaseOutcome& o) {
-  synth::SynthOptions so;
-  so.library = req.library;
-  so.version = req.version;
-  so.llm = llm;
-  so.overlays = req.overlays;
+  synth::SynthOptions so = synth_options(req, llm);
   so.cancelled = cancelled;
   so.progress = [&](const std::string& l) { say("synthesize", 0.6, l); };
   say("synthesize", 0.5, req.llm ? "drafting with " + req.llm->model : "drafting offline");
@@ -668,9 +674,7 @@ PreparedRelease prepare_release(const SourcePolicy& policy, const ReleaseRequest
   synth::SynthResult sr;
   std::string failed = draft_release(facts, req, llm, llm_denied, nullptr, cancelled, say, sr, o);
   if (!failed.empty()) return finish(failed);
-  synth::SynthOptions so;
-  so.llm = llm;
-  p.record = synth::record_of(sr, facts, so);
+  p.record = synth::record_of(sr, facts, synth_options(req, llm));
   return finish("prepared");
 }
 

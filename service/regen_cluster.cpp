@@ -2,8 +2,6 @@
 // with a regen spec) fetches, extracts and drafts on its node with no store, and writes the
 // record to a result file; the submitter, which alone opens the SQLite store, stores the
 // releases in ascending version order and builds the changelog as a local regen does.
-#include <unistd.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -73,19 +71,12 @@ store::ContractRecord record_from(const json& j) {
   return r;
 }
 
-json prepared_json(const PreparedRelease& p, const std::string& node) {
-  const ReleaseOutcome& o = p.outcome;
-  json j = {{"status", o.status},
-            {"source", o.source},
-            {"input_digest", o.input_digest},
-            {"converged", o.converged},
-            {"drafter", o.drafter},
-            {"llm", {{"calls", o.llm_calls}, {"cached", o.llm_cached}, {"prompt_tokens", o.prompt_tokens},
-                     {"completion_tokens", o.completion_tokens}}},
-            {"seconds", o.seconds},
-            {"diagnostics", to_json(o.diags)},
-            {"node", node}};
-  if (o.status == "prepared") {
+// The job's result: the outcome as to_json(ReleaseOutcome) writes it, the node and, for a
+// prepared release, what the submitter stores.
+json prepared_json(const PreparedRelease& p) {
+  json j = to_json(p.outcome);
+  j["node"] = tuner::node_name();
+  if (p.outcome.status == "prepared") {
     j["facts_key"] = p.facts_key;
     j["facts_json"] = p.facts_json;
     j["record"] = record_json(p.record);
@@ -119,36 +110,11 @@ PreparedRelease prepared_from(const json& j, std::string& node) {
   return p;
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out) throw std::runtime_error("cannot write " + tmp);
-  }
-  fs::rename(tmp, path);
-}
-
 // A name for files: letters, digits, '.', '-' and '_' kept, anything else '_'.
 std::string file_part(const std::string& s) {
   std::string out;
   for (char c : s.substr(0, 80)) out += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ? c : '_';
   return out.empty() ? "_" : out;
-}
-
-std::string hostname() {
-  char h[256] = {};
-  if (::gethostname(h, sizeof h - 1) != 0) return "";
-  std::string s(h);
-  return s.substr(0, s.find('.'));
 }
 
 struct Pending {
@@ -189,14 +155,14 @@ std::optional<std::string> run_regen_job(const std::string& spec_text) {
   if (!load_regen_config(config, cfg, diags)) {
     p.outcome.status = "failed";
     p.outcome.diags = diags;
-    return prepared_json(p, hostname()).dump();
+    return prepared_json(p).dump();
   }
   auto lib = std::find_if(cfg.libraries.begin(), cfg.libraries.end(), [&](auto& l) { return l.name == req.library; });
   if (lib == cfg.libraries.end()) {
     p.outcome.status = "failed";
     p.outcome.diags.error(SourceLoc{config, 0, 0}, "library '" + req.library + "' is not tracked in this config",
                           "not-tracked");
-    return prepared_json(p, hostname()).dump();
+    return prepared_json(p).dump();
   }
   req.llm = cfg.llm;
   req.overlays = lib->overlays;
@@ -204,7 +170,7 @@ std::optional<std::string> run_regen_job(const std::string& spec_text) {
   // Its own work folder: jobs side by side never share a fetch cache or apt's state.
   if (const std::string w = r.value("work_dir", std::string()); !w.empty()) policy.work_dir = w;
   p = prepare_release(policy, req);
-  return prepared_json(p, hostname()).dump();
+  return prepared_json(p).dump();
 }
 
 RegenReport regenerate_on_cluster(store::Store& st, const RegenConfig& cfg, const ClusterRegen& how,
@@ -252,7 +218,11 @@ RegenReport regenerate_on_cluster(store::Store& st, const RegenConfig& cfg, cons
                    {"source", source_json(p.req.source)},
                    {"work_dir", base + ".work"}}}};
     try {
-      write_atomically(p.spec, spec.dump(2));
+      {
+        std::ofstream out(p.spec, std::ios::binary | std::ios::trunc);
+        out << spec.dump(2);
+        if (!out.flush()) throw std::runtime_error("cannot write " + p.spec + "; check --slurm-dir");
+      }
       submit(p, "");
       say("submitted " + p.req.library + " " + p.req.version + " as Slurm job " + p.job);
     } catch (const std::exception& e) {
@@ -294,7 +264,7 @@ RegenReport regenerate_on_cluster(store::Store& st, const RegenConfig& cfg, cons
     }
     try {
       std::string node;
-      PreparedRelease prepared = prepared_from(json::parse(read_text(p.result)), node);
+      PreparedRelease prepared = prepared_from(json::parse(tuner::read_text(p.result)), node);
       ReleaseOutcome o = store_prepared(st, p.req, std::move(prepared));
       say(p.req.library + " " + p.req.version + ": " + o.status + (node.empty() ? "" : " (job " + p.job + " on " + node + ")"));
       report.outcomes.push_back(std::move(o));

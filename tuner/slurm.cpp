@@ -127,9 +127,6 @@ TrialResult trial_result_from_json(const std::string& text) {
   return r;
 }
 
-namespace {
-
-// The node as Slurm names it (--nodelist and --exclude take that name), else the host's.
 std::string node_name() {
   if (const char* n = std::getenv("SLURMD_NODENAME"); n && *n) return n;
   char buf[256] = {};
@@ -144,6 +141,8 @@ std::string read_text(const std::string& path) {
   ss << in.rdbuf();
   return ss.str();
 }
+
+namespace {
 
 std::string tail(const std::string& s, size_t n) { return s.size() > n ? s.substr(s.size() - n) : s; }
 

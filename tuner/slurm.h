@@ -35,6 +35,12 @@ struct TrialResult {
 std::string trial_result_to_json(const TrialResult& r);
 TrialResult trial_result_from_json(const std::string& text);  // throws std::runtime_error
 
+// The node as Slurm names it (SLURMD_NODENAME; --nodelist and --exclude take that name), else
+// the host's name: what a job reports as where it ran.
+std::string node_name();
+// A spec's or a result's text. Throws std::runtime_error when it cannot be read.
+std::string read_text(const std::string& path);
+
 // The node's side: one run of the spec by the live objective, as a local session runs it.
 TrialResult run_trial(const TrialSpec& spec);
 
