@@ -261,8 +261,9 @@ class TreeSampler {
     for (int id : now) {
       if (proc.ever.insert(id).second) {
         ++uses_[id].processes;
-        auto& pids = uses_[id].pids;
-        if (std::find(pids.begin(), pids.end(), pid) == pids.end()) pids.insert(std::upper_bound(pids.begin(), pids.end(), pid), pid);
+        auto& pids = uses_[id].pids;  // kept ascending; a reused PID is one entry
+        auto at = std::lower_bound(pids.begin(), pids.end(), pid);
+        if (at == pids.end() || *at != pid) pids.insert(at, pid);
       }
       if (pid == root_) uses_[id].in_root = true;
     }
