@@ -20,18 +20,7 @@ require_cluster munged slurmctld slurmd sbatch scontrol squeue sinfo sqlite3
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/slurm-regen-test.XXXXXX")
 state="$work/slurm"
-cleanup() {
-  local rc=$?
-  bash "$cluster" stop "$state" >/dev/null 2>&1 || true
-  if [ "$rc" != 0 ]; then
-    for f in "$work"/*.log "$state"/log/jobcomp.log "$state"/log/slurmctld.log; do
-      [ -f "$f" ] && { echo "--- tail $f" >&2; tail -n 40 "$f" >&2; }
-    done
-  fi
-  rm -rf "$work"
-  exit "$rc"
-}
-trap cleanup EXIT
+trap 'finish_cluster_test $? "$work" "$state"' EXIT
 
 # A library "foo": FOO_NUM_THREADS from 1.0.0, FOO_SPIN_TIMEOUT from 1.1.0, its default 8 in 1.2.0.
 release() {

@@ -36,14 +36,7 @@ cleanup() {
   [ -z "$tune_pid" ] || kill -9 "$tune_pid" 2>/dev/null || true
   # A node left down by a failed step would keep the next test's jobs pending.
   [ -z "${SLURM_CONF:-}" ] || timeout 20 scontrol update nodename="$(hostname -s)" state=resume 2>/dev/null || true
-  bash "$cluster" stop "$state" >/dev/null 2>&1 || true
-  if [ "$rc" != 0 ]; then
-    for f in "$work"/*.log "$state"/log/jobcomp.log "$state"/log/slurmctld.log; do
-      [ -f "$f" ] && { echo "--- tail $f" >&2; tail -n 40 "$f" >&2; }
-    done
-  fi
-  rm -rf "$work"
-  exit "$rc"
+  finish_cluster_test "$rc" "$work" "$state"
 }
 trap cleanup EXIT
 
