@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "eval/eval.h"
@@ -212,10 +213,27 @@ std::vector<Config> enumerate(const Scenario& s) {
   return out;
 }
 
+namespace {
+// The fallback D of a control that the arguments take as {NAME:-D} and that no composed library
+// reads (the command line's own: a launcher's job count, a script's argument). Setting such a
+// control to D runs the very same command: it is that control unset.
+std::optional<std::string> argument_fallback(const Scenario& s, const std::string& name) {
+  for (const auto& c : s.space)
+    if (c.name == name && std::find(s.libraries.begin(), s.libraries.end(), c.library) != s.libraries.end())
+      return std::nullopt;
+  for (const auto& p : tuner::placeholders(s.args))
+    if (p.name == name && p.has_fallback) return p.fallback;
+  return std::nullopt;
+}
+}  // namespace
+
 Config normalise(const Scenario& s, const Config& c) {
   Config out = s.user_default;
   for (const auto& [k, v] : c) out[k] = v;
-  for (auto it = out.begin(); it != out.end();) it = it->second.empty() ? out.erase(it) : std::next(it);
+  for (auto it = out.begin(); it != out.end();) {
+    auto fallback = it->second.empty() ? std::nullopt : argument_fallback(s, it->first);
+    it = it->second.empty() || (fallback && *fallback == it->second) ? out.erase(it) : std::next(it);
+  }
   return out;
 }
 
