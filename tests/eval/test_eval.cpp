@@ -112,6 +112,25 @@ TEST(Scenarios, EnvironmentAppliesEveryKind) {
   EXPECT_NE(std::find(u.unset.begin(), u.unset.end(), "OMP_PROC_BIND"), u.unset.end());
 }
 
+// `xargs -P {NPROC:-2}`: NPROC=2 runs the same command as NPROC unset, so it is the default's
+// entry; any other value, or a placeholder a composed library reads, stays what it is.
+TEST(Scenarios, AnArgumentsFallbackValueIsTheControlUnset) {
+  Scenario s;
+  s.args = {"-c", "seq 1 4 | xargs -P {NPROC:-2} -I @ prog {BLOCK:-8} {OMP_NUM_THREADS:-2}"};
+  s.libraries = {"libgomp"};
+  s.space = {{"NPROC", "xargs", "env", {"", "1", "4"}, {}, ""},
+             {"BLOCK", "prog", "env", {"", "8", "16"}, {}, ""},
+             {"OMP_NUM_THREADS", "libgomp", "env", {"", "1", "2"}, {}, ""}};
+  EXPECT_EQ(normalise(s, {{"NPROC", "2"}}), Config{});
+  EXPECT_EQ(normalise(s, {{"NPROC", "2"}, {"BLOCK", "8"}}), Config{});
+  EXPECT_EQ(normalise(s, {{"NPROC", "4"}}), (Config{{"NPROC", "4"}}));
+  EXPECT_EQ(normalise(s, {{"NPROC", "2"}, {"OMP_NUM_THREADS", "2"}}), (Config{{"OMP_NUM_THREADS", "2"}}))
+      << "libgomp reads OMP_NUM_THREADS itself: set to 2 it is not the same run as unset";
+  s.user_default = {{"NPROC", "4"}};
+  EXPECT_EQ(normalise(s, {{"NPROC", "2"}}), Config{}) << "the fallback is what runs, whatever the user exported";
+  EXPECT_EQ(normalise(s, {}), (Config{{"NPROC", "4"}}));
+}
+
 // A table entry is stored normalised; measuring it must apply exactly the settings of the
 // configuration it stands for, unset controls included (where the user's default sets them).
 TEST(Scenarios, EntriesRunAsTheConfigurationsTheyStandFor) {
