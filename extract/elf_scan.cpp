@@ -31,7 +31,8 @@ namespace {
 
 bool relevant_import(const std::string& s) {
   if (!parallel_region_entry(s).empty()) return true;
-  static const char* exact[] = {"getenv", "secure_getenv", "__secure_getenv", "pthread_create", "clone", "fork",
+  static const char* exact[] = {"getenv", "secure_getenv", "__secure_getenv", "g_getenv", "g_environ_getenv",
+                                "qgetenv", "PR_GetEnv", "SDL_getenv", "apr_env_get", "uv_os_getenv", "pthread_create", "clone", "fork",
                                 "vfork", "sched_yield", "sched_setaffinity", "sched_getaffinity",
                                 "pthread_setaffinity_np", "pthread_getaffinity_np", "pthread_attr_setaffinity_np",
                                 "sysconf", "get_nprocs", "get_nprocs_conf", "sched_getcpu", "mmap", "madvise",

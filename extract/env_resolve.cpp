@@ -51,6 +51,17 @@ Readers base_readers() {
     add(n, 0);
   add("getenv_s", 3);
   add("_dupenv_s", 2);
+  add("_wgetenv_s", 3);
+  add("_wdupenv_s", 2);
+  // Readers of the platforms and frameworks libraries are built on, declared outside the tree
+  // (so the fixed point cannot find that they reach getenv): GLib, Qt, NSPR, APR, SDL, libuv.
+  for (auto* n : {"g_getenv", "qgetenv", "qEnvironmentVariableIsSet", "qEnvironmentVariableIsEmpty", "PR_GetEnv",
+                  "PR_GetEnvSecure", "SDL_getenv", "uv_os_getenv"})
+    add(n, 0);
+  add("g_environ_getenv", 1);
+  add("qEnvironmentVariable", 0, 1);
+  add("qEnvironmentVariableIntValue", 0, -1, "int");
+  add("apr_env_get", 1);
   add("os.getenv", 0, 1);
   add("os.getenvb", 0, 1);
   add("os.environ.get", 0, 1);
