@@ -1106,6 +1106,8 @@ class FileScanner {
     call.def = def;
     uint32_t n = ts_node_is_null(c.args) ? 0 : ts_node_named_child_count(c.args);
     bool keep = false;
+    std::vector<TSNode> branches;
+    size_t branch_arg = 0;
     for (uint32_t i = 0; i < n && i < 8; ++i) {
       TSNode a = ts_node_named_child(c.args, i);
       if (is(a, "comment")) continue;
@@ -1115,15 +1117,65 @@ class FileScanner {
           call.default_hint = clip(text(ts_node_child_by_field_name(a, "value", 5)), 60);
         continue;
       }
+      // c ? "A" : "B" (a if c else b): each branch is a name the call may read; the first
+      // such argument makes one call per branch.
+      if (branches.empty()) {
+        branches = alternatives(a);
+        if (branches.size() > 1) branch_arg = call.args.size();
+        else branches.clear();
+      }
       Arg arg;
       eval(a, def, arg.expr);
       arg.text = clip(text(a), 120);
       keep = keep || interesting(arg.expr);
       call.args.push_back(std::move(arg));
     }
+    if (!branches.empty()) {
+      for (TSNode b : branches) {
+        Call alt = call;
+        alt.args[branch_arg].expr.clear();
+        eval(b, def, alt.args[branch_arg].expr);
+        alt.args[branch_arg].text = clip(text(b), 120);
+        if (!interesting(alt.args[branch_arg].expr)) continue;
+        context_hints(c.node, alt, def);
+        out_.calls.push_back(std::move(alt));
+      }
+      return;
+    }
     if (!keep) return;
     context_hints(c.node, call, def);
     out_.calls.push_back(std::move(call));
+  }
+
+  // The branches of a conditional expression, nested ones flattened (at most kMaxBranches);
+  // the expression itself when it is none.
+  static constexpr size_t kMaxBranches = 8;
+  std::vector<TSNode> alternatives(TSNode a) const {
+    std::vector<TSNode> out, todo{a};
+    while (!todo.empty() && out.size() + todo.size() <= kMaxBranches) {
+      TSNode n = todo.back();
+      todo.pop_back();
+      while (is(n, "parenthesized_expression") && ts_node_named_child_count(n) == 1) n = ts_node_named_child(n, 0);
+      if (!is(n, "conditional_expression")) {
+        out.push_back(n);
+        continue;
+      }
+      if (lang_ == Lang::Python) {
+        // a if c else b: the first and last named children
+        uint32_t k = ts_node_named_child_count(n);
+        if (k < 3) return {a};
+        todo.push_back(ts_node_named_child(n, k - 1));
+        todo.push_back(ts_node_named_child(n, 0));
+      } else {
+        TSNode yes = ts_node_child_by_field_name(n, "consequence", 11);
+        TSNode no = ts_node_child_by_field_name(n, "alternative", 11);
+        if (ts_node_is_null(yes) || ts_node_is_null(no)) return {a};
+        todo.push_back(no);
+        todo.push_back(yes);
+      }
+    }
+    if (!todo.empty()) return {a};
+    return out;
   }
 
   // Type and default from what surrounds a call: atoi(getenv(X)), p = getenv(X) ... atoi(p),
