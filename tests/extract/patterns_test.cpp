@@ -648,3 +648,46 @@ TEST(ExtractPatterns, LitConfigurationsAndSconsScriptsArePython) {
                                 "LIB_SCONS_CC SConstruct:2 build"};
   EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
 }
+
+// 7. Readers declared outside the tree (GLib, Qt, NSPR, APR, SDL, libuv) and their wrappers,
+// and names chosen by a conditional expression: each branch is a read at the call. A branch
+// that is no name (a variable of unknown value) reads nothing; a conditional that is not an
+// argument of a reader names nothing.
+TEST(ExtractPatterns, FrameworkReadersAndChoicesOfNames) {
+  TempTree t;
+  t.write("libfoo/init.c",
+          "#include <glib.h>\n"                                                               // 1
+          "#include <stdlib.h>\n"                                                             // 2
+          "static const char *guess(const char *argv0, const char *env) {\n"                  // 3
+          "  const char *p = g_getenv(env);\n"                                                // 4
+          "  return p ? p : argv0;\n"                                                         // 5
+          "}\n"                                                                               // 6
+          "int foo_init(const char *argv0, int ssl, int up, const char *other) {\n"           // 7
+          "  if (g_getenv(\"FOO_INFO\")) return 1;\n"                                         // 8
+          "  guess(argv0, \"FOOHOME\");\n"                                                    // 9
+          "  const char *x = getenv(ssl ? \"https_proxy\" : \"http_proxy\");\n"               // 10
+          "  const char *y = guess(argv0, up ? (ssl ? \"FOO_UP_SSL\" : \"FOO_UP\") : other);\n"  // 11
+          "  const char *z = g_environ_getenv(NULL, \"FOO_ENVP\");\n"                         // 12
+          "  puts(ssl ? \"NOT_A_READ\" : \"NOR_THIS\");\n"                                    // 13
+          "  return x && y && z;\n"                                                           // 14
+          "}\n");                                                                             // 15
+  t.write("libfoo/qt.cpp",
+          "#include <QtGlobal>\n"                                                             // 1
+          "int threads() { return qEnvironmentVariableIntValue(\"FOO_QT_THREADS\"); }\n"      // 2
+          "bool verbose() { return !qgetenv(\"FOO_QT_VERBOSE\").isEmpty(); }\n"               // 3
+          "const char *nspr() { return PR_GetEnv(\"FOO_NSPR\"); }\n");                        // 4
+  t.write("tools/run.py",
+          "import os\n"
+          "mode = os.environ.get(\"FOO_WIN\" if os.name == \"nt\" else \"FOO_POSIX\", \"1\")\n");
+  Facts f = run(t);
+  std::set<std::string> want = {
+      "FOO_INFO libfoo/init.c:8 library",      "FOOHOME libfoo/init.c:9 library",
+      "https_proxy libfoo/init.c:10 library",  "http_proxy libfoo/init.c:10 library",
+      "FOO_UP_SSL libfoo/init.c:11 library",   "FOO_UP libfoo/init.c:11 library",
+      "FOO_ENVP libfoo/init.c:12 library",     "FOO_QT_THREADS libfoo/qt.cpp:2 library",
+      "FOO_QT_VERBOSE libfoo/qt.cpp:3 library", "FOO_NSPR libfoo/qt.cpp:4 library",
+      "FOO_WIN tools/run.py:2 tool",           "FOO_POSIX tools/run.py:2 tool"};
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
+  for (auto& e : f.env_vars)
+    if (e.name == "FOO_QT_THREADS") EXPECT_EQ(e.type, "int");
+}
