@@ -14,9 +14,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <optional>
+#include <string_view>
 #include <thread>
 
 namespace syspilot::service {
@@ -247,8 +250,90 @@ Head read_head(Transport& t, std::string& buf, Clock::time_point first_byte, con
   }
 }
 
+bool tchar(unsigned char c) {
+  return std::isalnum(c) || std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
+}
+
+bool equals_nocase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// Checks the request head at the start of `buf` (read_head found its end) as RFC 9112 frames
+// it, before httplib parses it, and removes what the server ignores. Returns "" when the head
+// may be served, else why it is refused (400, and the connection is closed: a head that does
+// not parse leaves no way to tell where the next request begins).
+// - Request line: METHOD SP target SP HTTP/1.0|1.1 CRLF; the method one of HTTP's (what
+//   httplib parses: anything else it answers without reading the head), the target visible
+//   ASCII.
+// - Fields: name ":" value CRLF; the name a token (no space before the colon), no folded
+//   lines, no control characters in the value but tab.
+// - Framing: a method whose body the server never reads (anything but POST, PUT, PATCH and
+//   DELETE) may announce none: a Content-Length other than 0, or a Transfer-Encoding, would
+//   leave the body in the stream to be read as the next request.
+// - Range and If-Range are removed: every response is whole (a server may ignore Range),
+//   so no request can make the server build many copies of a body.
+std::string check_head(std::string& buf) {
+  size_t line_end = buf.find('\n');
+  size_t end = buf.find("\n\r\n", line_end);
+  if (line_end == std::string::npos || end == std::string::npos) return "the request head is incomplete";
+  size_t head_end = end + 3;
+  auto line_at = [&](size_t from, size_t nl) -> std::optional<std::string_view> {
+    if (nl == from || buf[nl - 1] != '\r') return std::nullopt;
+    return std::string_view(buf).substr(from, nl - 1 - from);
+  };
+  auto first = line_at(0, line_end);
+  if (!first) return "the request line does not end with CRLF";
+  size_t sp1 = first->find(' '), sp2 = sp1 == std::string::npos ? sp1 : first->find(' ', sp1 + 1);
+  if (sp1 == std::string::npos || sp2 == std::string::npos || first->find(' ', sp2 + 1) != std::string::npos)
+    return "the request line is not METHOD TARGET HTTP-VERSION";
+  std::string_view method = first->substr(0, sp1), target = first->substr(sp1 + 1, sp2 - sp1 - 1),
+                   version = first->substr(sp2 + 1);
+  static const std::string_view kMethods[] = {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"};
+  if (std::find(std::begin(kMethods), std::end(kMethods), method) == std::end(kMethods))
+    return "the request method is not one of HTTP's (methods are case-sensitive)";
+  if (target.empty() || !std::all_of(target.begin(), target.end(), [](char c) { return c > 0x20 && c < 0x7f; }))
+    return "the request target is empty or holds characters other than visible ASCII";
+  if (version != "HTTP/1.1" && version != "HTTP/1.0") return "the HTTP version is not HTTP/1.1 or HTTP/1.0";
+  bool body_method = method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
+  std::string kept = buf.substr(0, line_end + 1);
+  for (size_t from = line_end + 1; from < end + 1;) {
+    size_t nl = buf.find('\n', from);
+    auto field = line_at(from, nl);
+    if (!field) return "a header line does not end with CRLF";
+    if (field->empty() || (*field)[0] == ' ' || (*field)[0] == '\t') return "a header line is folded or empty";
+    size_t colon = field->find(':');
+    if (colon == std::string::npos || colon == 0) return "a header line has no field name";
+    std::string_view name = field->substr(0, colon), value = field->substr(colon + 1);
+    if (!std::all_of(name.begin(), name.end(), [](char c) { return tchar(static_cast<unsigned char>(c)); }))
+      return "a header field name is not a token (a space before the colon?)";
+    if (std::any_of(value.begin(), value.end(), [](char c) {
+          unsigned char u = static_cast<unsigned char>(c);
+          return (u < 0x20 && u != '\t') || u == 0x7f;
+        }))
+      return "a header field value holds a control character";
+    size_t b = value.find_first_not_of(" \t"), e = value.find_last_not_of(" \t");
+    std::string_view v = b == std::string::npos ? std::string_view{} : value.substr(b, e - b + 1);
+    if (!body_method && equals_nocase(name, "Transfer-Encoding"))
+      return std::string(method) + " carries no body: Transfer-Encoding is not accepted";
+    if (!body_method && equals_nocase(name, "Content-Length") && v != "0")
+      return std::string(method) + " carries no body: Content-Length must be 0 or absent";
+    if (!equals_nocase(name, "Range") && !equals_nocase(name, "If-Range")) kept.append(buf, from, nl + 1 - from);
+    from = nl + 1;
+  }
+  kept += "\r\n";
+  buf = kept + buf.substr(head_end);
+  return "";
+}
+
 std::string canned(int status, const char* reason, const std::string& code, const std::string& message) {
-  std::string body = "{\"error\":{\"code\":\"" + code + "\",\"message\":\"" + message + "\"}}";
+  std::string text;
+  for (char c : message) {
+    if (c == '"' || c == '\\') text += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) text += c;
+  }
+  std::string body = "{\"error\":{\"code\":\"" + code + "\",\"message\":\"" + text + "\"}}";
   std::string head = "HTTP/1.1 " + std::to_string(status) + " " + reason +
                      "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
                      std::to_string(body.size()) + "\r\n";
@@ -310,6 +395,7 @@ void GuardedServer::release(const std::string& peer) {
 
 void GuardedServer::refuse(Transport& t, int status, const std::string& why) {
   static const std::map<int, std::pair<const char*, const char*>> kinds = {
+      {400, {"Bad Request", "bad-request"}},
       {408, {"Request Timeout", "request-timeout"}},
       {414, {"URI Too Long", "uri-too-long"}},
       {431, {"Request Header Fields Too Large", "headers-too-large"}},
@@ -337,6 +423,10 @@ void GuardedServer::serve(Transport& t) {
         refuse(t, 431, "request headers exceed the limit (" + std::to_string(limits_.max_headers) + " fields, " +
                            std::to_string(limits_.max_header_bytes) + " bytes)");
         return;
+    }
+    if (std::string why = check_head(buf); !why.empty()) {
+      refuse(t, 400, why);
+      return;
     }
     ConnStream s(t, buf, after(limits_.body_timeout_s), limits_.write_timeout_s);
     t_close_after = false;
