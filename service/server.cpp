@@ -5,11 +5,13 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <random>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -129,6 +131,17 @@ bool path_matches(const std::string& pattern, const std::string& path) {
 const std::regex kNameRe("^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$");
 const std::regex kVersionRe("^[A-Za-z0-9][A-Za-z0-9._+~:-]{0,127}$");
 const std::regex kJobRe("^job_[0-9a-f]{1,64}$");
+
+// application/json or a +json type (application/problem+json), parameters aside.
+bool json_media_type(const std::string& content_type) {
+  std::string t = content_type.substr(0, content_type.find(';'));
+  size_t b = t.find_first_not_of(" \t"), e = t.find_last_not_of(" \t");
+  if (b == std::string::npos) return false;
+  t = t.substr(b, e - b + 1);
+  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (t == "application/json") return true;
+  return t.rfind("application/", 0) == 0 && t.size() > 17 && t.compare(t.size() - 5, 5, "+json") == 0;
+}
 
 // A stored row's id: 1 to 18 decimal digits, no sign, no leading zero.
 std::optional<std::int64_t> parse_id(const std::string& s) {
@@ -304,8 +317,10 @@ struct Service::Impl {
   // Returns false with the response set (and the connection marked to close).
   bool screen(const httplib::Request& req, httplib::Response& res) {
     const RouteInfo* info = nullptr;
+    // HEAD is answered by the GET handler (httplib's doing): it needs what GET needs.
+    const std::string method = req.method == "HEAD" ? "GET" : req.method;
     for (auto& r : route_table)
-      if (r.method == req.method && path_matches(r.label, req.path)) {
+      if (r.method == method && path_matches(r.label, req.path)) {
         info = &r;
         break;
       }
@@ -345,8 +360,7 @@ struct Service::Impl {
 
   // Parses a JSON object body; on failure answers 400 and returns false.
   bool body_json(const httplib::Request& req, httplib::Response& res, json& out) {
-    std::string ct = req.get_header_value("Content-Type");
-    if (!ct.empty() && ct.find("json") == std::string::npos) {
+    if (std::string ct = req.get_header_value("Content-Type"); !ct.empty() && !json_media_type(ct)) {
       send_error(res, 415, "unsupported-media-type", "the body must be JSON, not " + ct,
                  "send Content-Type: application/json");
       return false;
@@ -363,7 +377,8 @@ struct Service::Impl {
     }
     try {
       out = json::parse(req.body);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
+      // parse_error, and out_of_range for a number beyond a double (1e309)
       send_error(res, 400, "malformed-json", std::string("the body is not valid JSON: ") + e.what(),
                  "send a JSON object");
       return false;
@@ -447,15 +462,12 @@ struct Service::Impl {
     if (!check_name(res, lib, kNameRe, "library") || !check_name(res, ver, kVersionRe, "version")) return;
     int revision = 0;
     if (req.has_param("revision")) {
-      try {
-        revision = std::stoi(req.get_param_value("revision"));
-      } catch (...) {
-        revision = -1;
-      }
-      if (revision <= 0) {
+      auto n = parse_id(req.get_param_value("revision"));
+      if (!n || *n > std::numeric_limits<int>::max()) {
         send_error(res, 400, "bad-revision", "revision must be a positive integer");
         return;
       }
+      revision = static_cast<int>(*n);
     }
     auto& st = thread_store(opts.db_path);
     auto rec = st.get_contract(lib, ver, revision);
@@ -650,13 +662,8 @@ struct Service::Impl {
   }
 
   void jobs_list(const httplib::Request& req, httplib::Response& res) {
-    int limit = 50;
-    if (req.has_param("limit")) {
-      try {
-        limit = std::clamp(std::stoi(req.get_param_value("limit")), 1, 1000);
-      } catch (...) {
-      }
-    }
+    int limit = 0;
+    if (!limit_param(req, res, 50, 1000, limit)) return;
     send_json(res, 200, {{"jobs", jobs->list(limit)}});
   }
 
@@ -897,23 +904,35 @@ struct Service::Impl {
     }
   }
 
+  // The start of every request: its id and security headers, then screen(). False with the
+  // response set (and the connection to close) when it is answered before its body is read.
+  bool admit(const httplib::Request& req, httplib::Response& res) {
+    t_start = std::chrono::steady_clock::now();
+    t_request_id = new_request_id();
+    res.set_header("X-Request-Id", t_request_id);
+    set_security_headers(res);
+    try {
+      if (screen(req, res)) return true;
+    } catch (const store::StoreError& e) {
+      send_error(res, 503, "store-unavailable", e.what(), "check the database file and retry");
+    } catch (...) {
+      internal_error(req, res, "while screening the request");
+    }
+    // Answered before the body was read: what the client still sends is not a request.
+    if (!res.has_header("Connection")) res.set_header("Connection", "close");
+    GuardedServer::close_after_response();
+    return false;
+  }
+
   void install_routes() {
     http->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      t_start = std::chrono::steady_clock::now();
-      t_request_id = new_request_id();
-      res.set_header("X-Request-Id", t_request_id);
-      set_security_headers(res);
-      try {
-        if (screen(req, res)) return httplib::Server::HandlerResponse::Unhandled;
-      } catch (const store::StoreError& e) {
-        send_error(res, 503, "store-unavailable", e.what(), "check the database file and retry");
-      } catch (...) {
-        internal_error(req, res, "while screening the request");
-      }
-      // Answered before the body was read: what the client still sends is not a request.
-      res.set_header("Connection", "close");
-      GuardedServer::close_after_response();
-      return httplib::Server::HandlerResponse::Handled;
+      return admit(req, res) ? httplib::Server::HandlerResponse::Unhandled : httplib::Server::HandlerResponse::Handled;
+    });
+    // `Expect: 100-continue` is answered after the same screening: a client is told to send
+    // its body only when the route, the framing and the token allow it; else it gets the
+    // refusal instead of 100.
+    http->set_expect_100_continue_handler([this](const httplib::Request& req, httplib::Response& res) {
+      return admit(req, res) ? 100 : res.status;
     });
     http->set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
       std::string what = "unknown exception";
