@@ -202,6 +202,128 @@ TEST_F(Hardening, UnframedAndOversizedBodiesAreRefusedBeforeTheyAreRead) {
   EXPECT_LT(healthz_seconds(), 2);
 }
 
+// Responses in what came back: each status line (at a line start) of a pipelined exchange.
+int responses_in(const std::string& r) {
+  int n = 0;
+  for (size_t p = r.find("HTTP/1.1 "); p != std::string::npos; p = r.find("HTTP/1.1 ", p + 1))
+    n += p == 0 || r[p - 1] == '\n';
+  return n;
+}
+
+// HEAD reaches the GET handlers: it needs the token GET needs, and gets no body.
+TEST_F(Hardening, HeadNeedsWhatGetNeeds) {
+  start();
+  for (std::string path : {"/metrics", "/v1/libraries", "/v1/jobs"}) {
+    std::string r = raw(port(), "HEAD " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(status_of(r), 401) << path << ": " << r.substr(0, 300);
+    r = raw(port(), "HEAD " + path + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + read_token +
+                        "\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(status_of(r), 200) << path << ": " << r.substr(0, 300);
+    EXPECT_EQ(r.substr(r.find("\r\n\r\n") + 4), "") << path;
+  }
+}
+
+// A body the server never reads must not be taken for the next request (request smuggling
+// behind a proxy): a body-less method announcing one is refused, alone, and the connection
+// closed; Content-Length: 0 is fine.
+TEST_F(Hardening, BodiesOfBodylessMethodsAreRefusedNotServed) {
+  start();
+  std::string smuggled = "GET /v1/whoami HTTP/1.1\r\nHost: x\r\n\r\n";
+  std::string r = raw(port(), "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                                  std::to_string(smuggled.size()) + "\r\n\r\n" + smuggled, 3);
+  EXPECT_EQ(status_of(r), 400) << r;
+  EXPECT_EQ(responses_in(r), 1) << r;
+  r = raw(port(), "HEAD /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 3);
+  EXPECT_EQ(status_of(r), 400) << r;
+  EXPECT_EQ(responses_in(r), 1) << r;
+  // "Transfer-Encoding :" is no field name: a proxy could read it as chunked.
+  r = raw(port(), "POST /v1/compose HTTP/1.1\r\nHost: x\r\nTransfer-Encoding : chunked\r\nContent-Length: 2\r\n\r\n{}", 3);
+  EXPECT_EQ(status_of(r), 400) << r;
+  r = raw(port(), "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(status_of(r), 200) << r;
+  EXPECT_LT(healthz_seconds(), 2);
+}
+
+// A head that does not parse is answered once and the connection closed: the rest of it is
+// not served as further requests.
+TEST_F(Hardening, MalformedHeadsAreAnsweredOnceAndClosed) {
+  start();
+  const std::string heads[] = {
+      "FOO / HTTP/1.1\r\nGET /v1/whoami HTTP/1.1\r\nHost: y\r\n\r\n",
+      "get /healthz HTTP/1.1\r\nHost: y\r\n\r\nGET /healthz HTTP/1.1\r\nHost: y\r\n\r\n",
+      "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+      "GET /healthz HTTP/1.1x\r\nHost: y\r\n\r\n",
+      "GET /healthz\r\nHost: y\r\n\r\n",
+      "GET /hea lthz HTTP/1.1\r\nHost: y\r\n\r\n",
+      "GET /healthz HTTP/1.1\r\nHost: y\r\n folded: line\r\n\r\n",
+      "GET /healthz HTTP/1.1\r\nHost: y\r\nX-A: a\x01b\r\n\r\n",
+      std::string("GET /healthz HTTP/1.1\r\nHost: y\r\nX-A: a\0b\r\n\r\n", 44),
+      "GET /healthz HTTP/1.1\nHost: y\n\r\n"};
+  for (const auto& h : heads) {
+    auto t0 = Clock::now();
+    std::string r = raw(port(), h, 4);
+    EXPECT_EQ(status_of(r), 400) << h << " -> " << r;
+    EXPECT_EQ(responses_in(r), 1) << h << " -> " << r;
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 2) << "closed at once: " << h;
+  }
+  EXPECT_LT(healthz_seconds(), 2);
+}
+
+// Range is ignored: a response is always whole, so thousands of ranges cannot make the server
+// build thousands of copies of a body.
+TEST_F(Hardening, RangesAreIgnored) {
+  start();
+  std::string whole = raw(port(), "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  std::string ranges = "bytes=0-";
+  for (int i = 0; i < 1000; ++i) ranges += ",0-";
+  for (std::string range : {ranges, std::string("bytes=2-5"), std::string("bytes=100000-200000")}) {
+    std::string r = raw(port(), "GET /healthz HTTP/1.1\r\nHost: x\r\nRange: " + range + "\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(status_of(r), 200) << r.substr(0, 300);
+    EXPECT_EQ(body_of(r), body_of(whole));
+    EXPECT_EQ(r.find("Content-Range"), std::string::npos) << r.substr(0, 300);
+  }
+}
+
+// Numbers beyond a double, a body that is not JSON by its type, and parameters that are not
+// whole numbers are the client's error (400/415), never the server's (500).
+TEST_F(Hardening, OutOfRangeNumbersAndLooseParametersAre4xx) {
+  start();
+  for (std::string body : {R"({"libraries":["x"],"n":1e309})", R"({"libraries":["x"],"n":-1E400})"}) {
+    std::string r = post("/v1/compose", body, read_token);
+    EXPECT_EQ(status_of(r), 400) << r;
+    EXPECT_EQ(body_of(r)["error"]["code"], "malformed-json") << r;
+  }
+  std::string r = raw(port(), "POST /v1/compose HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + read_token +
+                                  "\r\nContent-Type: text/notjson\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}");
+  EXPECT_EQ(status_of(r), 415) << r;
+  for (std::string target : {"/v1/libraries/x/contracts/1.0?revision=1abc", "/v1/jobs?limit=abc", "/v1/jobs?limit=-1",
+                             "/v1/jobs?limit=1e3"}) {
+    r = raw(port(), "GET " + target + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + read_token +
+                        "\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(status_of(r), 400) << target << ": " << r;
+  }
+}
+
+// `Expect: 100-continue`: the client is asked for its body only once its head passed the
+// screening; unauthenticated it gets 401 and no 100.
+TEST_F(Hardening, ContinueComesOnlyAfterAuthentication) {
+  start();
+  std::string head = "POST /v1/compose HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: "
+                     "application/json\r\nContent-Length: 2\r\n";
+  std::string r = raw(port(), head + "\r\n", 3);
+  EXPECT_EQ(status_of(r), 401) << r;
+  EXPECT_EQ(r.find("100 Continue"), std::string::npos) << r;
+  int fd = connect_to(port());
+  std::string authed = head + "Authorization: Bearer " + read_token + "\r\nConnection: close\r\n\r\n";
+  ::send(fd, authed.data(), authed.size(), MSG_NOSIGNAL);
+  std::string first = read_all(fd, 1);
+  EXPECT_EQ(first.rfind("HTTP/1.1 100 Continue", 0), 0u) << first;
+  ::send(fd, "{}", 2, MSG_NOSIGNAL);
+  std::string rest = read_all(fd, 3);
+  ::close(fd);
+  EXPECT_NE((first + rest).find("HTTP/1.1 400"), std::string::npos) << first + rest;
+}
+
 TEST_F(Hardening, LargeHeadersAre431AndLongRequestLines414) {
   start();
   std::string r = raw(port(), "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(9000, 'a') + "\r\n\r\n");
