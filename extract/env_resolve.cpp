@@ -21,6 +21,10 @@ struct Reader {
   std::string type;        // int | float | bool | string | unknown
   std::string via;         // the base call it reaches (getenv, secure_getenv, ...)
   bool base = false;
+  // Name: the argument is the variable's name. Percent, Dollar: the argument is a text whose
+  // %NAME% (ExpandEnvironmentStrings) or $NAME / ${NAME} (wordexp, os.path.expandvars)
+  // references are read.
+  enum class Syntax : uint8_t { Name, Percent, Dollar } syntax = Syntax::Name;
 };
 
 using Readers = std::unordered_map<std::string, Reader>;
@@ -62,6 +66,15 @@ Readers base_readers() {
   add("qEnvironmentVariable", 0, 1);
   add("qEnvironmentVariableIntValue", 0, -1, "int");
   add("apr_env_get", 1);
+  // Expanders: every reference in the text is a read.
+  for (auto* n : {"ExpandEnvironmentStrings", "ExpandEnvironmentStringsA", "ExpandEnvironmentStringsW"}) {
+    add(n, 0);
+    r[n].syntax = Reader::Syntax::Percent;
+  }
+  for (auto* n : {"wordexp", "os.path.expandvars", "path.expandvars", "expandvars"}) {
+    add(n, 0);
+    r[n].syntax = Reader::Syntax::Dollar;
+  }
   add("os.getenv", 0, 1);
   add("os.getenvb", 0, 1);
   add("os.environ.get", 0, 1);
@@ -213,6 +226,7 @@ class Resolver {
     Reader r;
     r.name = std::move(name);
     r.via = callee.via;
+    r.syntax = callee.syntax;
     r.type = d.macro || d.return_type == "unknown" || d.return_type.empty() ? callee.type : d.return_type;
     if (d.return_type == "string" && callee.type != "string") r.type = callee.type;
     if (!c.type_hint.empty() && (d.macro || r.type == "string")) r.type = c.type_hint;
@@ -492,8 +506,43 @@ class Resolver {
     return out.size() > before;
   }
 
+  // The names a text refers to in an expander's syntax: %NAME%, or $NAME, ${NAME} and
+  // ${NAME:-default} (what follows the name inside the braces is ignored).
+  static std::vector<std::string> references(const std::string& text, Reader::Syntax syntax) {
+    std::vector<std::string> out;
+    auto name_char = [](char c, bool first) {
+      return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || (!first && std::isdigit(static_cast<unsigned char>(c)));
+    };
+    for (size_t i = 0; i < text.size(); ++i) {
+      if (syntax == Reader::Syntax::Percent && text[i] == '%') {
+        size_t close = text.find('%', i + 1);
+        if (close == std::string::npos) break;
+        std::string n = text.substr(i + 1, close - i - 1);
+        if (valid_env_name(n)) {
+          out.push_back(n);
+          i = close;
+        } else {
+          i = close - 1;  // the closing % may open the next reference
+        }
+      } else if (syntax == Reader::Syntax::Dollar && text[i] == '$' && i + 1 < text.size()) {
+        size_t from = i + 1 + (text[i + 1] == '{');
+        size_t end = from;
+        while (end < text.size() && name_char(text[end], end == from)) ++end;
+        if (end > from) out.push_back(text.substr(from, end - from));
+        i = end - 1;
+      }
+    }
+    return out;
+  }
+
   void add_read(const FileCode& f, const Call& c, const Reader& r, const std::string& value, std::vector<EnvRead>& out,
                 const std::string& at_file = {}, int at_line = 0) {
+    if (r.syntax != Reader::Syntax::Name) {
+      Reader named = r;
+      named.syntax = Reader::Syntax::Name;
+      for (const auto& n : references(value, r.syntax)) add_read(f, c, named, n, out, at_file, at_line);
+      return;
+    }
     if (!valid_env_name(value)) return;
     EnvRead e;
     e.name = value;
