@@ -539,6 +539,11 @@ class FileScanner {
       if (def >= 0) {
         int p = index_of(out_.defs[def].params, name);
         if (p >= 0) { out.push_back({Piece::Param, name, p}); return; }
+        // a table of this function passed on by name: the name the table is known by
+        if (auto lt = local_tables_.find(def); lt != local_tables_.end() && lt->second.count(name)) {
+          out.push_back({Piece::Ident, local_table(def, name)});
+          return;
+        }
         auto it = locals_[def].find(name);
         if (it != locals_[def].end()) { out.insert(out.end(), it->second.begin(), it->second.end()); return; }
       }
@@ -591,6 +596,14 @@ class FileScanner {
         out.push_back(p);
         return;
       }
+      // tmpl[i].name, (*tmpl).name with tmpl a parameter: that field of each row of whatever
+      // table the callers pass
+      if (int param = walked_param(ts_node_child_by_field_name(n, "argument", 8), def); param >= 0 && !ts_node_is_null(field)) {
+        Piece p{Piece::Field, "", param};
+        p.arg = std::string(text(field));
+        out.push_back(p);
+        return;
+      }
       // block->vars[i].name: a field of a record that is not a table (the resolver decides
       // whether that field holds names from the process environment)
       if (!ts_node_is_null(field) && is(field, "field_identifier")) {
@@ -607,6 +620,12 @@ class FileScanner {
       std::string table = table_of(n, def);
       if (!table.empty()) {
         out.push_back({Piece::Field, table});
+        return;
+      }
+      // *tmpl, tmpl[i] with tmpl a parameter: each row of the table a caller passes
+      // (`for (; *tmpl; tmpl++) expand(*tmpl)` in a helper called with a table)
+      if (int param = walked_param(n, def); param >= 0) {
+        out.push_back({Piece::Field, "", param});
         return;
       }
     }
@@ -642,6 +661,24 @@ class FileScanner {
   }
 
   std::string local_table(int def, const std::string& name) const { return out_.defs[def].name + "::" + name; }
+
+  // The parameter a subscript or dereference walks (`*tmpl`, `tmpl[i]`, `(*tmpl)`), or -1.
+  int walked_param(TSNode n, int def) const {
+    if (def < 0) return -1;
+    bool walked = false;
+    for (int guard = 0; guard < 4 && !ts_node_is_null(n); ++guard) {
+      if (is(n, "parenthesized_expression")) {
+        n = ts_node_named_child(n, 0);
+      } else if (is(n, "subscript_expression") || (is(n, "pointer_expression") && text(n).substr(0, 1) == "*")) {
+        n = ts_node_child_by_field_name(n, "argument", 8);
+        walked = true;
+      } else {
+        break;
+      }
+    }
+    if (!walked || !is(n, "identifier")) return -1;
+    return index_of(out_.defs[def].params, std::string(text(n)));
+  }
 
   // `name = ... "X" ...;` earlier in the function, when the initializer is split by
   // preprocessor branches that tree-sitter cannot parse: the last string literal wins.

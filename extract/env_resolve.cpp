@@ -89,7 +89,8 @@ Readers base_readers() {
 bool has_param(const NameExpr& e, int depth = 0) {
   // Apply pieces over a parameter are resolved at the caller, like Param
   for (auto& p : e) if (p.kind == Piece::Apply && p.param >= 0) return true;
-  for (auto& p : e) if (p.kind == Piece::Param || p.kind == Piece::Stringize) return true;
+  for (auto& p : e)
+    if (p.kind == Piece::Param || p.kind == Piece::Stringize || (p.kind == Piece::Field && p.param >= 0)) return true;
   if (depth < 8)
     for (auto& p : e)
       for (auto& a : p.args)
@@ -117,6 +118,16 @@ NameExpr substitute(const NameExpr& name, const Call& call, int depth = 0) {
       if (p.param < 0 || p.param >= static_cast<int>(call.args.size())) return {{Piece::Unknown, "missing argument"}};
       auto& a = call.args[p.param].expr;
       out.insert(out.end(), a.begin(), a.end());
+    } else if (p.kind == Piece::Field && p.param >= 0) {
+      // rows of the table the caller passes: a table by name, or its own parameter in turn
+      if (p.param >= static_cast<int>(call.args.size())) return {{Piece::Unknown, "missing argument"}};
+      auto& a = call.args[p.param].expr;
+      Piece q{Piece::Field};
+      q.arg = p.arg;
+      if (a.size() == 1 && a[0].kind == Piece::Ident) q.text = a[0].text;
+      else if (a.size() == 1 && a[0].kind == Piece::Param) q.param = a[0].param;
+      else return {{Piece::Unknown, "not a table: " + call.args[p.param].text}};
+      out.push_back(std::move(q));
     } else if (p.kind == Piece::Stringize) {
       if (p.param < 0 || p.param >= static_cast<int>(call.args.size())) return {{Piece::Unknown, "missing argument"}};
       auto& a = call.args[p.param];
@@ -452,13 +463,22 @@ class Resolver {
         if ((d.uses_environ || parsing.count(d.name)) && environ_fields_.size() < 256)
           environ_fields_.insert(d.assigned_fields.begin(), d.assigned_fields.end());
     if (environ_fields_.empty()) return;
-    spread(environ_names_, [&](const Piece& p) { return p.kind == Piece::Member && environ_fields_.count(p.text); });
+    spread(environ_names_, [&](const Piece& p) { return environ_fields_.count(member_field(p)) > 0; });
+  }
+
+  // The field a piece reads from a record that is no table of the tree: block->vars[i].name,
+  // or v[i].name with v a parameter (records the caller passes, which may be the
+  // environment's); "" for anything else.
+  static std::string member_field(const Piece& p) {
+    if (p.kind == Piece::Member) return p.text;
+    if (p.kind == Piece::Field && p.param >= 0) return p.arg;
+    return {};
   }
 
   // An argument that holds an environment variable's name taken from the environment itself.
   bool environment_name(const FileCode& f, const Call& c, const NameExpr& e) const {
     if (e.size() != 1) return false;
-    if (e[0].kind == Piece::Member) return environ_fields_.count(e[0].text) > 0;
+    if (!member_field(e[0]).empty()) return environ_fields_.count(member_field(e[0])) > 0;
     return e[0].kind == Piece::Param && c.def >= 0 && environ_names_.count({f.defs[c.def].name, e[0].param});
   }
 
