@@ -207,7 +207,7 @@ class ConnStream : public httplib::Stream {
   double write_timeout_s_;
 };
 
-enum class Head { Complete, Closed, TimedOut, UriTooLong, HeadersTooLarge };
+enum class Head { Complete, Closed, TimedOut, UriTooLong, HeadersTooLarge, Malformed };
 
 // Reads until the blank line that ends a request head. The first byte may take until
 // `first_byte`; the whole head then has `limits.header_timeout_s`.
@@ -218,6 +218,13 @@ Head read_head(Transport& t, std::string& buf, Clock::time_point first_byte, con
   size_t scanned = 0;
   char chunk[4096];
   for (;;) {
+    // A line ended by a bare LF or a bare CR ends no head that HTTP/1.1 frames: answered at
+    // once, not after the head's deadline. Only the head is looked at (a body may hold both).
+    size_t head_end = buf.find("\r\n\r\n");
+    std::string_view head = std::string_view(buf).substr(0, head_end == std::string::npos ? buf.size() : head_end + 2);
+    for (size_t i = 0; i < head.size(); ++i)
+      if ((head[i] == '\r' && i + 1 < head.size() && head[i + 1] != '\n') || (head[i] == '\n' && (i == 0 || head[i - 1] != '\r')))
+        return Head::Malformed;
     // The head ends at a line that is exactly CRLF (how httplib reads it).
     size_t line_end = buf.find('\n');
     if (line_end != std::string::npos && line_end > limits.max_uri_bytes + 16) return Head::UriTooLong;
@@ -418,6 +425,9 @@ void GuardedServer::serve(Transport& t) {
         return;
       case Head::UriTooLong:
         refuse(t, 414, "the request line exceeds " + std::to_string(limits_.max_uri_bytes) + " bytes");
+        return;
+      case Head::Malformed:
+        refuse(t, 400, "a line of the request head does not end with CRLF");
         return;
       case Head::HeadersTooLarge:
         refuse(t, 431, "request headers exceed the limit (" + std::to_string(limits_.max_headers) + " fields, " +

@@ -347,6 +347,32 @@ struct Service::Impl {
                  "send Content-Length (0 for an empty body)");
       return false;
     }
+    if (!info && (has_body_method || length > 0)) {
+      // No route takes this body: refused on the head, so that nobody can make the server
+      // read a body only to answer 404.
+      std::string allowed;
+      for (auto& r : route_table)
+        if (path_matches(r.label, req.path) && allowed.find(r.method) == std::string::npos)
+          allowed += (allowed.empty() ? "" : ", ") + r.method;
+      if (!allowed.empty()) {
+        res.set_header("Allow", allowed);
+        send_error(res, 405, "method-not-allowed", req.method + " is not allowed here", "allowed: " + allowed);
+      } else {
+        send_error(res, 404, "not-found", "no such endpoint: " + req.method + " " + truncate_utf8(req.path, 200),
+                   "see docs/service.md for the API");
+      }
+      return false;
+    }
+    if (req.get_header_value_count("Authorization") > 1) {
+      send_error(res, 400, "bad-request", "the request has more than one Authorization header",
+                 "send one Authorization: Bearer TOKEN");
+      return false;
+    }
+    if (length > 0 && req.has_header("Content-Type") && !json_media_type(req.get_header_value("Content-Type"))) {
+      send_error(res, 415, "unsupported-media-type", "the body must be JSON",
+                 "send Content-Type: application/json");
+      return false;
+    }
     if (length > opts.limits.max_body_bytes) {
       send_error(res, 413, "payload-too-large",
                  "the body has " + std::to_string(length) + " bytes; the limit is " +
