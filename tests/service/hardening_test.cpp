@@ -324,6 +324,54 @@ TEST_F(Hardening, ContinueComesOnlyAfterAuthentication) {
   EXPECT_NE((first + rest).find("HTTP/1.1 400"), std::string::npos) << first + rest;
 }
 
+// A body that no route takes is refused on its head, before a byte of it is read: the client
+// announces 1 MB and sends none, and still gets its answer at once.
+TEST_F(Hardening, BodiesNoRouteTakesAreRefusedBeforeTheyAreRead) {
+  start();
+  struct Case {
+    std::string head;
+    int status;
+  };
+  const Case cases[] = {
+      {"POST /nope HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n", 404},
+      {"POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n", 405},
+      {"PUT /v1/libraries HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n", 405},
+      {"POST /nope HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 1000000\r\n\r\n", 404},
+      {"POST /v1/compose HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + read_token +
+           "\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 1000000\r\n\r\n",
+       415}};
+  for (const auto& c : cases) {
+    auto t0 = Clock::now();
+    std::string r = raw(port(), c.head, 3);
+    EXPECT_EQ(status_of(r), c.status) << c.head << " -> " << r;
+    EXPECT_EQ(r.find("100 Continue"), std::string::npos) << r;
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 1.5) << "answered on the head: " << c.head;
+  }
+  std::string r = raw(port(), "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello", 3);
+  EXPECT_NE(r.find("Allow: GET"), std::string::npos) << r;
+  // Without a body, an unknown path is the usual 404 and the dashboard still answers.
+  EXPECT_EQ(status_of(raw(port(), "GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")), 404);
+  EXPECT_EQ(status_of(raw(port(), "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")), 200);
+}
+
+// Lines ended by a bare LF or CR get 400 at once, not 408 after the head's deadline; two
+// Authorization headers are refused, whichever comes first.
+TEST_F(Hardening, BareLineEndsAndTwoTokensAre400AtOnce) {
+  start();
+  for (std::string h : {"GET /healthz HTTP/1.1\nHost: x\n\n", "GET /healthz HTTP/1.1\rHost: x\r\r",
+                        "GET /healthz HTTP/1.1\r\nHost: x\n\r\n"}) {
+    auto t0 = Clock::now();
+    std::string r = raw(port(), h, 4);
+    EXPECT_EQ(status_of(r), 400) << r;
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 1.5);
+  }
+  for (auto [first, second] : {std::pair{read_token, std::string("bogus")}, std::pair{std::string("bogus"), read_token}}) {
+    std::string r = raw(port(), "GET /v1/libraries HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + first +
+                                    "\r\nAuthorization: Bearer " + second + "\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(status_of(r), 400) << r;
+  }
+}
+
 TEST_F(Hardening, LargeHeadersAre431AndLongRequestLines414) {
   start();
   std::string r = raw(port(), "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(9000, 'a') + "\r\n\r\n");
