@@ -273,6 +273,28 @@ class Resolver {
       out.push_back(c.callee);
       return;
     }
+    // `#define curlx_getenv curl_getenv`: a macro that renames a reader (each #ifdef
+    // alternative, through at most kMaxAliases renames) is that reader.
+    if (!c.member) {
+      std::vector<std::string> names{c.callee};
+      for (int hop = 0; hop < kMaxAliases && !names.empty(); ++hop) {
+        std::vector<std::string> next;
+        for (auto& n : names) {
+          auto m = raw_macros_.find(n);
+          if (m == raw_macros_.end()) continue;
+          for (auto& target : m->second) {
+            if (target == c.callee || next.size() >= 16) continue;
+            if (readers_.count(target)) {
+              if (std::find(out.begin(), out.end(), target) == out.end()) out.push_back(target);
+            } else {
+              next.push_back(target);
+            }
+          }
+        }
+        names = std::move(next);
+      }
+      if (!out.empty()) return;
+    }
     std::vector<std::string> frontier{(c.member ? "." : "") + c.callee};
     std::set<std::string> seen;
     for (int hop = 0; hop < kMaxIndirection && !frontier.empty(); ++hop) {
