@@ -490,6 +490,7 @@ class FileScanner {
       out_.defs.push_back(std::move(d));
     }
     locals_.resize(out_.defs.size());
+    local_ends_.resize(out_.defs.size());
     row_vars_.resize(out_.defs.size());
   }
 
@@ -545,7 +546,17 @@ class FileScanner {
           return;
         }
         auto it = locals_[def].find(name);
-        if (it != locals_[def].end()) { out.insert(out.end(), it->second.begin(), it->second.end()); return; }
+        if (it != locals_[def].end()) {
+          // p = "NO_PROXY" between the declaration and this use: the assignment, not the
+          // initializer (`const char *p = "no_proxy"; get(p); p = "NO_PROXY"; get(p);`)
+          auto decl = local_ends_[def].find(name);
+          if (!in_concat && decl != local_ends_[def].end() && decl->second < ts_node_start_byte(n)) {
+            NameExpr assigned = assigned_before(name, def, ts_node_start_byte(n), decl->second);
+            if (!assigned.empty()) { out.insert(out.end(), assigned.begin(), assigned.end()); return; }
+          }
+          out.insert(out.end(), it->second.begin(), it->second.end());
+          return;
+        }
       }
       if (def >= 0 && !in_concat) {
         NameExpr assigned = assigned_before(name, def, ts_node_start_byte(n));
@@ -682,8 +693,8 @@ class FileScanner {
 
   // `name = ... "X" ...;` earlier in the function, when the initializer is split by
   // preprocessor branches that tree-sitter cannot parse: the last string literal wins.
-  NameExpr assigned_before(const std::string& name, int def, uint32_t before) const {
-    uint32_t from = def_ranges_[def].start;
+  NameExpr assigned_before(const std::string& name, int def, uint32_t before, uint32_t after = 0) const {
+    uint32_t from = std::max(def_ranges_[def].start, after);
     if (before <= from || before > src_.size()) return {};
     std::string_view region = src_.substr(from, before - from);
     size_t pos = region.size();
@@ -732,7 +743,7 @@ class FileScanner {
       eval(v.b, def, e);
       std::string name = lang_ == Lang::Python ? std::string(text(v.a)) : declared_name(v.a);
       if (name.empty()) continue;
-      if (def >= 0) locals_[def].emplace(name, std::move(e));
+      if (def >= 0 && locals_[def].emplace(name, std::move(e)).second) local_ends_[def][name] = ts_node_end_byte(v.node);
       else out_.constants.push_back({name, std::move(e), {}});
     }
     for (auto& c : consts_) {
@@ -1452,6 +1463,7 @@ class FileScanner {
   std::vector<TSNode> compares_, qualified_;
   std::vector<Range> def_ranges_;
   std::vector<std::unordered_map<std::string, NameExpr>> locals_;
+  std::vector<std::unordered_map<std::string, uint32_t>> local_ends_;  // where each local's declaration ends
   // per definition: a variable that stands for the rows of a table (range-for, p = table)
   std::vector<std::unordered_map<std::string, std::string>> row_vars_;
   int last_qualified_line_ = -1;
