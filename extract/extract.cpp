@@ -172,9 +172,22 @@ std::string guess_library(const std::string& path) {
 void assign_scopes(Facts& facts, const std::vector<walk::Entry>& entries,
                    const std::vector<code::FileCode>& code_files, const std::vector<std::string>& keep) {
   scope::BuildMap build;
+  std::unordered_map<std::string, const walk::Entry*> by_rel;
+  for (auto& e : entries) by_rel.emplace(e.rel, &e);
+  build.read_include = [&](const std::string& rel, std::string& text) {
+    auto it = by_rel.find(rel);
+    std::string err;
+    return it != by_rel.end() && read_file(it->second->path, kMaxBuildFileBytes, text, err);
+  };
   size_t read = 0;
   for (auto& e : entries) {
     if (!scope::is_build_file(e.rel) || read >= kMaxBuildFiles) continue;
+    // A Makefile.in beside its Makefile.am is automake's output: the .am says the same in
+    // the author's words, where the .in adds generated lists (am_libx_la_OBJECTS) that would
+    // read as libraries of their own.
+    if (std::filesystem::path(e.rel).filename() == "Makefile.in" &&
+        by_rel.count((std::filesystem::path(e.rel).parent_path() / "Makefile.am").generic_string()))
+      continue;
     std::string text, err;
     if (!read_file(e.path, kMaxBuildFileBytes, text, err)) continue;  // the scan reported it if it mattered
     ++read;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <functional>
 #include <set>
 #include <vector>
 
@@ -20,6 +21,8 @@ constexpr int kMaxExpansionDepth = 4;    // ${A} holding ${B} holding ...
 constexpr size_t kMaxVariables = 10000;  // distinct variables of one build file
 constexpr size_t kMaxWords = 1000000;    // words one build file may produce in all, expansions included
 constexpr size_t kMaxWordBytes = 4096;   // a longer word (flags grown by set(X "${X} ...")) is dropped
+constexpr size_t kMaxIncludes = 32;      // files a Makefile's `include` lines may bring in
+constexpr int kMaxIncludeDepth = 4;      // includes of includes
 
 std::string lower(std::string_view s) {
   std::string o(s);
@@ -225,20 +228,45 @@ bool is_build_file(const std::string& rel) {
          name == "gnumakefile" || ends_with(name, ".mk") || name == "makefile.am" || name == "makefile.in";
 }
 
-void BuildMap::record(const std::string& path, const std::string& scope, bool by_stem) {
+void BuildMap::record(const std::string& path, const std::string& scope, bool by_stem, bool convenience) {
   if (path.empty()) return;
   auto& map = by_stem ? by_stem_ : by_file_;
   auto it = map.find(path);
-  // a source built into the library and into a program (tools often compile library files
-  // again) is library; otherwise the first statement wins
-  if (it == map.end()) map.emplace(path, scope);
-  else if (scope == "library") it->second = scope;
+  const std::string key = (by_stem ? "stem:" : "file:") + path;
+  // A convenience library (not installed) in a folder that says what it is (tests/libtest's
+  // stub library) is that; otherwise it is the library's unless a program builds the file too
+  // (libcurltool.la, the curl program's sources again for its unit tests).
+  if (convenience && scope == "library") {
+    std::string said = by_path(path);
+    if (!said.empty()) {
+      record(path, said, by_stem);
+      return;
+    }
+    if (it == map.end()) {
+      map.emplace(path, scope);
+      convenience_.insert(key);
+    }
+    return;
+  }
+  // a source built into an installed library and into a program (tools often compile library
+  // files again) is library; otherwise the first statement wins, but over a convenience library
+  // the program's word wins
+  if (it == map.end()) {
+    map.emplace(path, scope);
+  } else if (scope == "library") {
+    it->second = scope;
+    convenience_.erase(key);
+  } else if (convenience_.count(key)) {
+    it->second = scope;
+    convenience_.erase(key);
+  }
 }
 
 void BuildMap::add(const std::string& rel, std::string_view text) {
   std::string dir = fs::path(rel).parent_path().generic_string();
   std::string name = lower(fs::path(rel).filename().string());
-  auto classify = [&](const std::string& target, bool library, bool tested, const std::vector<std::string>& sources) {
+  auto classify = [&](const std::string& target, bool library, bool tested, const std::vector<std::string>& sources,
+                      bool convenience = false) {
     std::string said = by_target_name(target);
     for (auto& src : sources) {
       std::string path = resolve(dir, src);
@@ -248,7 +276,7 @@ void BuildMap::add(const std::string& rel, std::string_view text) {
       else if (!said.empty()) scope = said;
       else if (library) scope = "library";
       else scope = by_path(path).empty() ? "tool" : by_path(path);
-      record(path, scope, false);
+      record(path, scope, false, convenience);
     }
   };
 
@@ -390,18 +418,39 @@ void BuildMap::add(const std::string& rel, std::string_view text) {
     return;
   }
 
-  // Makefiles: continued lines joined; variables by name; library object lists and lib*.a rules.
+  // Makefiles: continued lines joined; `include FILE` read in place (at most kMaxIncludes
+  // files, kMaxIncludeDepth deep, within the tree); variables by name; library object lists
+  // and lib*.a rules.
   std::vector<std::string> lines;
-  {
+  size_t included = 0;
+  std::function<void(std::string_view, int)> split_lines = [&](std::string_view t, int depth) {
     std::string cur;
-    for (size_t i = 0; i < text.size() && lines.size() < 200000; ++i) {
-      char c = text[i];
-      if (c == '\\' && i + 1 < text.size() && text[i + 1] == '\n') { cur += ' '; ++i; continue; }
-      if (c == '\n') { lines.push_back(std::move(cur)); cur.clear(); continue; }
+    auto finish = [&] {
+      size_t b = cur.find_first_not_of(" \t");
+      std::string_view l = b == std::string::npos ? std::string_view{} : std::string_view(cur).substr(b);
+      for (std::string_view kw : {"include ", "-include ", "sinclude "}) {
+        if (l.substr(0, kw.size()) != kw || !read_include || depth >= kMaxIncludeDepth) continue;
+        std::string target(l.substr(kw.size()));
+        target = target.substr(0, target.find_first_of(" \t#"));
+        std::string rel = resolve(dir, target), inc;
+        if (!rel.empty() && included < kMaxIncludes && read_include(rel, inc)) {
+          ++included;
+          split_lines(inc, depth + 1);
+        }
+        break;
+      }
+      lines.push_back(std::move(cur));
+      cur.clear();
+    };
+    for (size_t i = 0; i < t.size() && lines.size() < 200000; ++i) {
+      char c = t[i];
+      if (c == '\\' && i + 1 < t.size() && t[i + 1] == '\n') { cur += ' '; ++i; continue; }
+      if (c == '\n') { finish(); continue; }
       if (cur.size() < 65536) cur += c;
     }
-    lines.push_back(std::move(cur));
-  }
+    finish();
+  };
+  split_lines(text, 0);
   Vars vars;
   std::vector<std::string> listed;                 // variables, in order of first assignment
   std::vector<std::vector<std::string>> lib_rules;  // prerequisites of lib*.a rules
@@ -454,6 +503,7 @@ void BuildMap::add(const std::string& rel, std::string_view text) {
   // every character but letters, digits and '@' turned into '_'). Libraries installed or not are
   // the library's, check_* targets are built for `make check` only (tests), programs are tools;
   // the target's own name still speaks first (lstopo vs. test-foo).
+  std::set<std::string> target_sources;  // Automake CANON_SOURCES of the listed targets
   for (auto& var : listed) {
     auto under = var.rfind('_');
     if (under == std::string::npos || under == 0) continue;
@@ -467,14 +517,21 @@ void BuildMap::add(const std::string& rel, std::string_view text) {
       std::string canon;
       for (char c : fs::path(t).filename().string())
         canon += std::isalnum(static_cast<unsigned char>(c)) || c == '@' ? c : '_';
-      auto sources = vars.find(canon + "_SOURCES");
-      if (sources == vars.end()) continue;
-      classify(fs::path(t).stem().string(), lib && !check, check, sources->second);
+      // its sources, built (nodist_: generated) or only shipped (EXTRA_, dist_)
+      for (const char* prefix : {"", "nodist_", "dist_", "EXTRA_"}) {
+        std::string var_name = prefix + canon + "_SOURCES";
+        target_sources.insert(var_name);
+        auto sources = vars.find(var_name);
+        if (sources == vars.end()) continue;
+        classify(fs::path(t).stem().string(), lib && !check, check, sources->second, lib && where == "noinst");
+      }
     }
   }
   for (auto& var : listed) {
     auto found = vars.find(var);
-    if (found == vars.end()) continue;
+    // a target's own sources were classified with their target (a program named lib*, such as
+    // curl's libntlmconnect, is no library)
+    if (found == vars.end() || target_sources.count(var)) continue;
     std::string v = lower(var);
     bool library =
                    (v.find("lib") != std::string::npos &&
@@ -528,7 +585,9 @@ std::string by_path(const std::string& rel) {
       return "example";
     if (n == "programs" || n == "tools" || n == "tool" || n == "apps" || n == "contrib" || n == "cli")
       return "tool";
-    if (n == "cmake" || n == "build-aux" || n == "buildtools" || n == "build_tools" || n == "m4" || n == "ci")
+    // the build's own helpers, the documentation's generators, a distribution's packaging
+    if (n == "cmake" || n == "build-aux" || n == "buildtools" || n == "build_tools" || n == "m4" || n == "ci" ||
+        n == "scripts" || n == "doc" || n == "docs" || n == "debian" || n == "packaging")
       return "build";
   }
   return {};

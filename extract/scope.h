@@ -2,9 +2,11 @@
 // build files say each source is compiled into, and from paths where they say nothing.
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace syspilot::extract::scope {
 
@@ -16,14 +18,20 @@ class BuildMap {
  public:
   // `rel`: the build file's path relative to its root; `text`: its content (clipped by the caller).
   void add(const std::string& rel, std::string_view text);
+  // Reads a file of the tree by its relative path, for a Makefile's `include FILE` (Automake's
+  // Makefile.inc lists); false when there is none. Unset: includes are not followed.
+  std::function<bool(const std::string& rel, std::string& text)> read_include;
   // library | tool | test | example | bench | build for `rel`, a path relative to the root;
   // `defines_main`: the file has a main() (a program when nothing else says what it is).
   std::string scope_of(const std::string& rel, bool defines_main) const;
   size_t size() const { return by_file_.size() + by_stem_.size(); }
 
  private:
-  void record(const std::string& path, const std::string& scope, bool by_stem);
+  // `convenience`: built into a library that is not installed (Automake's noinst_): a program
+  // or a folder that says otherwise wins over it.
+  void record(const std::string& path, const std::string& scope, bool by_stem, bool convenience = false);
   std::unordered_map<std::string, std::string> by_file_;  // source path -> scope
+  std::unordered_set<std::string> convenience_;          // paths whose library scope is a convenience library's
   std::unordered_map<std::string, std::string> by_stem_;  // Makefile objects: path without extension
 };
 
