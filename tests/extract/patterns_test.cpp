@@ -691,3 +691,126 @@ TEST(ExtractPatterns, FrameworkReadersAndChoicesOfNames) {
   for (auto& e : f.env_vars)
     if (e.name == "FOO_QT_THREADS") EXPECT_EQ(e.type, "int");
 }
+
+// 8. Expanders read every variable their text refers to (%NAME% for ExpandEnvironmentStrings,
+// $NAME and ${NAME:-d} for wordexp and os.path.expandvars); a table passed to a helper that
+// walks it is read row by row at each caller that passes a table, a function's own static
+// table included; a settings table passed to a loader that reads s[i].env is one read per row.
+TEST(ExtractPatterns, ExpandersAndTablesPassedToHelpers) {
+  TempTree t;
+  t.write("src/dirs.c",
+          "#include <windows.h>\n"                                                                    // 1
+          "#include <wordexp.h>\n"                                                                    // 2
+          "static int expand(wchar_t *dest, const wchar_t *src) {\n"                                  // 3
+          "  return ExpandEnvironmentStringsW(src, dest, 260) > 0;\n"                                 // 4
+          "}\n"                                                                                       // 5
+          "static int find_dirs(wchar_t *out, const wchar_t *tmpl[]) {\n"                             // 6
+          "  for (; *tmpl != NULL; tmpl++) expand(out, *tmpl);\n"                                     // 7
+          "  return 0;\n"                                                                             // 8
+          "}\n"                                                                                       // 9
+          "int global_dirs(wchar_t *out) {\n"                                                         // 10
+          "  static const wchar_t *tmpls[3] = {\n"                                                    // 11
+          "    L\"%FOO_HOME%\\\\\", L\"%HOMEDRIVE%%HOMEPATH%\\\\\", NULL };\n"                         // 12
+          "  return find_dirs(out, tmpls);\n"                                                         // 13
+          "}\n"                                                                                       // 14
+          "int data_dir(wchar_t *out) { return expand(out, L\"%PROGRAMDATA%\\\\Foo 100%\"); }\n"       // 15
+          "int conf(void) { wordexp_t w; return wordexp(\"$FOO_CONF ${FOO_ALT:-/etc} $5\", &w, 0); }\n"  // 16
+          "struct setting { const char *env; int *target; };\n"                                       // 17
+          "static int a, b;\n"                                                                        // 18
+          "static const struct setting settings[] = {\n"                                              // 19
+          "  {\"FOO_KNOB_A\", &a},\n"                                                                  // 20
+          "  {\"FOO_KNOB_B\", &b}};\n"                                                                 // 21
+          "static void load(const struct setting *s, int n) {\n"                                      // 22
+          "  for (int i = 0; i < n; ++i) if (getenv(s[i].env)) *s[i].target = 1;\n"                  // 23
+          "}\n"                                                                                       // 24
+          "void init(const char *label) { load(settings, 2); expand(0, label); }\n");                // 25
+  t.write("tools/paths.py", "import os\nroot = os.path.expandvars('$FOO_ROOT/bin')\n");
+  Facts f = run(t);
+  std::set<std::string> want = {
+      "FOO_HOME src/dirs.c:12 library",     "HOMEDRIVE src/dirs.c:12 library", "HOMEPATH src/dirs.c:12 library",
+      "PROGRAMDATA src/dirs.c:15 library",  "FOO_CONF src/dirs.c:16 library",  "FOO_ALT src/dirs.c:16 library",
+      "FOO_KNOB_A src/dirs.c:20 library",   "FOO_KNOB_B src/dirs.c:21 library", "FOO_ROOT tools/paths.py:2 tool"};
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
+}
+
+// 9. A macro that renames a reader (each #ifdef alternative) is that reader; a local name
+// reassigned between two reads reads what was assigned last.
+TEST(ExtractPatterns, RenamedReadersAndReassignedNames) {
+  TempTree t;
+  t.write("lib/env.c",
+          "#include <stdlib.h>\n"                                       // 1
+          "char *foo_getenv(const char *v) { return getenv(v); }\n"     // 2
+          "#define foox_getenv foo_getenv\n"                            // 3
+          "#ifdef VMS\n"                                                // 4
+          "#define my_env vms_getenv\n"                                 // 5
+          "#else\n"                                                     // 6
+          "#define my_env foox_getenv\n"                                // 7
+          "#endif\n"                                                    // 8
+          "#define NOT_A_READER strlen\n"                               // 9
+          "int f(void) {\n"                                             // 10
+          "  const char *p = \"no_proxy\";\n"                           // 11
+          "  char *n = foo_getenv(p);\n"                                // 12
+          "  if (!n) {\n"                                               // 13
+          "    p = \"NO_PROXY\";\n"                                     // 14
+          "    n = foo_getenv(p);\n"                                    // 15
+          "  }\n"                                                       // 16
+          "  char *c = foox_getenv(\"FOO_COLUMNS\");\n"                 // 17
+          "  char *d = my_env(\"FOO_DEEP\");\n"                         // 18
+          "  return n && c && d && NOT_A_READER(\"FOO_NONE\");\n"      // 19
+          "}\n");
+  Facts f = run(t);
+  std::set<std::string> want = {"no_proxy lib/env.c:12 library", "NO_PROXY lib/env.c:15 library",
+                                "FOO_COLUMNS lib/env.c:17 library", "FOO_DEEP lib/env.c:18 library"};
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
+}
+
+// 10. Automake as automake reads it: `include Makefile.inc` lists, a generated Makefile.in
+// beside its Makefile.am ignored, nodist_ sources with their target, a program named lib*
+// (a test program) no library, a convenience library that rebuilds a program's sources for
+// unit tests no library either, a convenience library under tests/ a test's; scripts/, docs/
+// and debian/ are build, debian/tests test.
+TEST(ExtractPatterns, AutomakeIncludesConvenienceLibrariesAndFolders) {
+  TempTree t;
+  auto reader = [](const std::string& var, bool main) {
+    return std::string("#include <stdlib.h>\n") + (main ? "int main(void)" : "int f_" + var + "(void)") +
+           " { return getenv(\"" + var + "\") != 0; }\n";
+  };
+  t.write("lib/Makefile.am", "lib_LTLIBRARIES = libfoo.la\nlibfoo_la_SOURCES = core.c\n");
+  t.write("lib/core.c", reader("FOO_CORE", false));
+  t.write("src/Makefile.am",
+          "include Makefile.inc\n"
+          "bin_PROGRAMS = foo\n"
+          "foo_SOURCES = $(FOO_FILES)\n"
+          "if BUILD_UNITTESTS\n"
+          "noinst_LTLIBRARIES = libfootool.la\n"
+          "libfootool_la_SOURCES = $(FOO_FILES)\n"
+          "endif\n");
+  t.write("src/Makefile.inc", "FOO_FILES = tool_main.c \\\n  tool_opts.c\n");
+  t.write("src/Makefile.in", "am_libfootool_la_OBJECTS = tool_main.lo tool_opts.lo\nlibfoo_src = tool_opts.c\n");
+  t.write("src/tool_main.c", reader("FOO_TOOL_MAIN", true));
+  t.write("src/tool_opts.c", reader("FOO_TOOL_OPTS", false));
+  t.write("tests/libtest/Makefile.am",
+          "include Makefile.inc\n"
+          "noinst_LTLIBRARIES = libstub.la\n"
+          "libstub_la_SOURCES = stub.c\n");
+  t.write("tests/libtest/Makefile.inc",
+          "SUPPORTFILES = first.c\n"
+          "noinst_PROGRAMS = libauth lib1521\n"
+          "libauth_SOURCES = libauth.c $(SUPPORTFILES)\n"
+          "nodist_lib1521_SOURCES = lib1521.c $(SUPPORTFILES)\n");
+  t.write("tests/libtest/first.c", reader("FOO_MEMDEBUG", false));
+  t.write("tests/libtest/stub.c", reader("FOO_STUB_CREDS", false));
+  t.write("scripts/dist.py", "import os\nroot = os.environ['MESON_DIST_ROOT']\n");
+  t.write("docs/conf.py", "import os\nv = os.environ.get('FOO_DOC_VERSION')\n");
+  t.write("debian/tests/smoke.c", reader("AUTOPKGTEST_TMP", true));
+  Facts f = run(t);
+  std::set<std::string> want = {"FOO_CORE lib/core.c:2 library",
+                                "FOO_TOOL_MAIN src/tool_main.c:2 tool",
+                                "FOO_TOOL_OPTS src/tool_opts.c:2 tool",
+                                "FOO_MEMDEBUG tests/libtest/first.c:2 test",
+                                "FOO_STUB_CREDS tests/libtest/stub.c:2 test",
+                                "MESON_DIST_ROOT scripts/dist.py:2 build",
+                                "FOO_DOC_VERSION docs/conf.py:2 build",
+                                "AUTOPKGTEST_TMP debian/tests/smoke.c:2 test"};
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
+}
