@@ -477,7 +477,10 @@ void BuildMap::add(const std::string& rel, std::string_view text) {
       while (e > 0 && (line[e - 1] == ':' || line[e - 1] == '+' || line[e - 1] == '?' || line[e - 1] == ' ')) --e;
       auto name_words = split(line.substr(0, e));
       if (name_words.size() != 1) continue;
-      auto words = expand_all(split(line.substr(eq + 1)), vars, "$(", ')');
+      // `A = $(B)` is recursive: make expands it where it is used, so B may be set further
+      // down (GraphicsMagick lists its headers after naming the list); `A := $(B)` now.
+      bool simple = eq >= 1 && line[eq - 1] == ':';
+      auto words = simple ? expand_all(split(line.substr(eq + 1)), vars, "$(", ')') : split(line.substr(eq + 1));
       if (!vars.map.count(name_words[0])) listed.push_back(name_words[0]);
       add_var(vars, name_words[0], words, append);
     } else if (colon != std::string::npos) {
@@ -510,10 +513,10 @@ void BuildMap::add(const std::string& rel, std::string_view text) {
     const std::string where = var.substr(0, under), primary = var.substr(under + 1);
     const bool program = primary == "PROGRAMS", lib = primary == "LTLIBRARIES" || primary == "LIBRARIES";
     if (!program && !lib) continue;
-    auto targets = vars.find(var);
-    if (targets == vars.end()) continue;
+    auto listed_targets = vars.find(var);
+    if (listed_targets == vars.end()) continue;
     const bool check = where == "check";
-    for (auto& t : targets->second) {
+    for (auto& t : expand_all(listed_targets->second, vars, "$(", ')')) {
       std::string canon;
       for (char c : fs::path(t).filename().string())
         canon += std::isalnum(static_cast<unsigned char>(c)) || c == '@' ? c : '_';
@@ -523,7 +526,8 @@ void BuildMap::add(const std::string& rel, std::string_view text) {
         target_sources.insert(var_name);
         auto sources = vars.find(var_name);
         if (sources == vars.end()) continue;
-        classify(fs::path(t).stem().string(), lib && !check, check, sources->second, lib && where == "noinst");
+        classify(fs::path(t).stem().string(), lib && !check, check, expand_all(sources->second, vars, "$(", ')'),
+                 lib && where == "noinst");
       }
     }
   }
@@ -539,7 +543,7 @@ void BuildMap::add(const std::string& rel, std::string_view text) {
                      v.find("source") != std::string::npos)) ||
                    (v.rfind("lib", 0) == 0 && (ends_with(v, "_la_sources") || ends_with(v, "_a_sources")));
     bool tested = v.find("test") != std::string::npos || v.rfind("check_", 0) == 0;
-    if (library && !tested) library_words(found->second);
+    if (library && !tested) library_words(expand_all(found->second, vars, "$(", ')'));
   }
 }
 
