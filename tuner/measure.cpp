@@ -47,13 +47,20 @@ std::string seconds_text(double s) {
   return os.str();
 }
 
+// The whole text as a number (blanks around it aside): "0.15abc" is no number.
 std::optional<double> to_number(const std::string& s) {
   const char* b = s.c_str();
   char* end = nullptr;
   double v = std::strtod(b, &end);
   if (end == b || !std::isfinite(v)) return std::nullopt;
+  while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n') ++end;
+  if (*end != '\0') return std::nullopt;
   return v;
 }
+
+// A line longer than this is matched on its first kMaxMetricLine bytes: std::regex recurses
+// about once per character it matches, and a 50 KB token overflowed the stack.
+constexpr size_t kMaxMetricLine = 4096;
 
 }  // namespace
 
@@ -67,10 +74,19 @@ double relative_spread(const std::vector<double>& v) {
 
 std::optional<double> read_metric(const std::string& output, const std::string& regex) {
   std::regex re(regex, std::regex::ECMAScript);
-  std::smatch m;
-  if (!std::regex_search(output, m, re)) return std::nullopt;
-  std::string text = m.size() > 1 && m[1].matched ? m[1].str() : m[0].str();
-  return to_number(text);
+  for (size_t from = 0; from <= output.size();) {
+    size_t nl = output.find('\n', from);
+    size_t end = nl == std::string::npos ? output.size() : nl;
+    std::string line = output.substr(from, std::min(end - from, kMaxMetricLine));
+    std::smatch m;
+    if (std::regex_search(line, m, re)) {
+      std::string text = m.size() > 1 && m[1].matched ? m[1].str() : m[0].str();
+      if (auto v = to_number(text)) return v;  // else a later line may hold the number
+    }
+    if (nl == std::string::npos) break;
+    from = nl + 1;
+  }
+  return std::nullopt;
 }
 
 LiveObjective::LiveObjective(Space space, ObjectiveSpec spec) : space_(std::move(space)), spec_(std::move(spec)) {
@@ -174,6 +190,14 @@ Measurement LiveObjective::evaluate_within(const Config& c, double limit_s) {
       return m;
     }
     v = *s;
+  }
+  // Runs are compared by ratios (a speedup, the noise as a share): a metric or score must be a
+  // positive number of ordinary size (not 0, -5 or 1e-320).
+  if ((!spec_.score_cmd.empty() || !spec_.metric_regex.empty()) && !(std::isnormal(v) && v > 0)) {
+    std::ostringstream why;
+    why << (spec_.score_cmd.empty() ? "the metric" : "the score") << " must be a positive number; read " << v;
+    m.failure = why.str();
+    return m;
   }
   if (spec_.maximize) v = -v;
   m.ok = true;

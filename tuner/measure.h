@@ -62,8 +62,9 @@ std::string capped_text(const RunCap& cap);
 // successful runs, capped if one run was, every run charged; the nodes that ran it listed).
 void add_run(Measurement& agg, const Measurement& one);
 
-// Reads the objective from an application's output: the first match of `regex`, its first
-// capture group when it has one. nullopt when nothing matches or the match is not a number.
+// Reads the objective from an application's output: the first line (each cut at 4 KiB) where
+// `regex` matches a number (its first group, or the whole match without one); nullopt when
+// no line does.
 std::optional<double> read_metric(const std::string& output, const std::string& regex);
 
 // This process's environment as a map: what a trial's child inherits before its controls apply.
