@@ -376,7 +376,8 @@ TEST(TuneCli, MetricMaximizeExportAndProgressOnStderr) {
   ASSERT_TRUE(m.ok()) << m.failure << m.stderr_text;
   EXPECT_EQ(lines_of(m.stdout_text), std::vector<std::string>{"export X=1"}) << m.stdout_text;
 
-  // A default whose metric is 0 has no ratio to the best: said so, not printed as 0x.
+  // A default whose metric is 0 has no ratio to the best: its run fails with that reason, and
+  // the speedup is said to be n/a, not printed as 0x.
   RunResult zero = tune_cli({"--db", s / "t.db", "--budget", "6", "--max-repeats", "1", "--strategy", "grid",
                              "--add", "X=1,2", "--metric", "rate ([0-9.]+)", "--maximize", "--", "/bin/sh", "-c",
                              "echo \"rate $(( ${X:-0} * 10 ))\""});
@@ -389,6 +390,29 @@ TEST(TuneCli, MetricMaximizeExportAndProgressOnStderr) {
                              "--metric", "rate ([0-9.]+)", "--export", "--", "/bin/echo", "nothing"});
   EXPECT_EQ(lines_of(miss.stdout_text), std::vector<std::string>{}) << miss.stdout_text;
   EXPECT_NE(miss.stderr_text.find("rate"), std::string::npos) << miss.stderr_text;
+}
+
+// The metric is read line by line: a 60 KB token before it neither crashes tune (std::regex
+// recursed once per character) nor hides it; a match that is not a whole number is none, and
+// a metric that is not a positive number fails its run with that reason.
+TEST(TuneCli, MetricsAreReadLineByLineAndMustBePositive) {
+  EXPECT_EQ(read_metric("score: " + std::string(60000, '7') + "\nscore: 2.5\n", R"(score: (\S+))"), 2.5);
+  EXPECT_EQ(read_metric(std::string(100000, 'x') + " rate 4\n", R"(rate ([0-9.]+))"), std::nullopt)
+      << "a line is matched on its first 4 KiB";
+  EXPECT_EQ(read_metric("score: 0.15abc\n", R"(score: (\S+))"), std::nullopt);
+  EXPECT_EQ(read_metric("score: 0.15 \n", R"(score: (\S+))"), 0.15);
+  Scratch s("cli-metric-lines");
+  for (std::string value : {"-5", "0", "1e-320"}) {
+    RunResult r = tune_cli({"--db", s / "t.db", "--budget", "4", "--max-repeats", "1", "--strategy", "grid", "--add",
+                            "X=1,2", "--metric", "score: (\\S+)", "--export", "--", "/bin/sh", "-c",
+                            "python3 -c \"print('score: ' + '7' * 60000)\" >/dev/null; echo \"score: " + value + "\""});
+    EXPECT_NE(r.stderr_text.find("must be a positive number"), std::string::npos) << value << ": " << r.stderr_text;
+    EXPECT_EQ(lines_of(r.stdout_text), std::vector<std::string>{}) << value << ": " << r.stdout_text;
+  }
+  RunResult big = tune_cli({"--db", s / "t.db", "--budget", "4", "--max-repeats", "1", "--strategy", "grid", "--add",
+                            "X=1,2", "--metric", "score: (\\S+)", "--", "/bin/sh", "-c",
+                            "python3 -c \"print('score: ' + '7' * 60000)\"; echo \"score: ${X:-3}\""});
+  EXPECT_TRUE(big.ok()) << big.failure << big.stderr_text.substr(0, 2000);
 }
 
 // --score-cmd: a command scores each run from its output file; the smallest score wins.
