@@ -12,12 +12,16 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <thread>
 
 namespace syspilot::synth {
+
+std::optional<std::uint64_t> tcp_bytes_received(int fd);  // tcp_bytes.cpp
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -27,12 +31,29 @@ std::string trim_slashes(std::string s) {
   return s;
 }
 
-// A short excerpt of a reply body for error messages.
+// A short excerpt of a reply body for error messages, printable ASCII only: a server's bytes
+// reach the user's terminal, where escape sequences could rewrite the screen.
 std::string excerpt(const std::string& body) {
   std::string e = body.substr(0, 160);
-  for (char& c : e)
-    if (c == '\n' || c == '\r') c = ' ';
+  for (char& c : e) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+    else if (u < 0x20 || u >= 0x7f) c = '?';
+  }
   return body.size() > 160 ? e + "..." : e;
+}
+
+// A token count from a reply's usage: a whole number from 0 to 1e9, else 0 (a server's
+// accounting is not trusted to be sane).
+// What a reply may take beyond max_reply_bytes on the wire: its status line and headers.
+constexpr std::uint64_t kHeaderAllowance = 1u << 20;
+
+int token_count(const nlohmann::json& usage, const char* key) {
+  if (!usage.contains(key)) return 0;
+  const auto& v = usage[key];
+  if (!v.is_number()) return 0;
+  double d = v.get<double>();
+  return std::isfinite(d) && d >= 0 && d <= 1e9 ? static_cast<int>(d) : 0;
 }
 
 bool retryable_status(int s) { return s == 429 || s == 408 || (s >= 500 && s <= 599); }
@@ -165,42 +186,82 @@ ChatReply LlmClient::chat(const std::string& system, const std::string& user) {
       if (!cfg_.ca_file.empty()) cli.set_ca_cert_path(cfg_.ca_file);
     }
 
-    // A watcher closes the socket when the run is cancelled mid-request.
+    // A watcher closes the socket when the run is cancelled mid-request, or when the request
+    // has taken twice the timeout in all: a server that trickles a byte at a time, or sends
+    // headers without end, resets the per-read timeout forever.
     std::mutex mu;
     std::condition_variable cv;
     bool done = false;
-    std::atomic<bool> stopped{false};
-    std::thread watcher;
-    if (cancelled_) {
-      watcher = std::thread([&] {
-        std::unique_lock lk(mu);
-        while (!done) {
-          if (cv.wait_for(lk, std::chrono::milliseconds(20), [&] { return done; })) break;
-          if (cancelled_()) {
-            stopped = true;
-            cli.stop();
-            break;
-          }
-        }
-      });
-    }
+    std::atomic<bool> stopped{false}, overdue{false}, flooded{false};
+    std::atomic<int> sock{-1};
+    cli.set_socket_options([&](socket_t s) { sock = s; });
     const auto t0 = Clock::now();
-    auto res = cli.Post(path_, headers, body, "application/json");
-    const double latency = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (watcher.joinable()) {
-      {
-        std::lock_guard lk(mu);
-        done = true;
+    const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(2 * cfg_.timeout_s));
+    std::thread watcher([&] {
+      std::unique_lock lk(mu);
+      while (!done) {
+        if (cv.wait_for(lk, std::chrono::milliseconds(20), [&] { return done; })) break;
+        if (cancelled_ && cancelled_()) {
+          stopped = true;
+          cli.stop();
+          break;
+        }
+        if (Clock::now() >= deadline) {
+          overdue = true;
+          cli.stop();
+          break;
+        }
+        // Headers and body together past the reply limit (and room for the headers): httplib
+        // keeps every header line it reads, so a server sending headers without end would fill
+        // the memory before the deadline.
+        if (auto got = tcp_bytes_received(sock); got && *got > cfg_.max_reply_bytes + kHeaderAllowance) {
+          flooded = true;
+          cli.stop();
+          break;
+        }
       }
-      cv.notify_all();
-      watcher.join();
+    });
+    // The body is kept up to max_reply_bytes; a longer one ends the request.
+    httplib::Request req;
+    req.method = "POST";
+    req.path = path_;
+    req.headers = headers;
+    req.set_header("Content-Type", "application/json");
+    req.body = body;
+    std::string received;
+    bool too_large = false;
+    req.content_receiver = [&](const char* data, size_t len, uint64_t, uint64_t) {
+      if (received.size() + len > cfg_.max_reply_bytes) {
+        too_large = true;
+        return false;
+      }
+      received.append(data, len);
+      return true;
+    };
+    httplib::Result res = cli.send(req);
+    if (res) res->body = std::move(received);
+    const double latency = std::chrono::duration<double>(Clock::now() - t0).count();
+    {
+      std::lock_guard lk(mu);
+      done = true;
     }
+    cv.notify_all();
+    watcher.join();
     if (stopped || (cancelled_ && cancelled_())) throw Cancelled();
+    if (too_large || flooded)
+      throw LlmError(redact("reply from " + origin_ + path_ + " is longer than " +
+                            std::to_string(cfg_.max_reply_bytes) + " bytes; refused (a draft is a few KB)"));
 
     double delay = std::min(cfg_.backoff_max_s, cfg_.backoff_base_s * std::pow(2.0, attempt));
     delay *= std::uniform_real_distribution<double>(0.5, 1.0)(rng);  // jitter spreads retries
     bool retry = false;
-    if (!res) {
+    if (!res && overdue) {
+      std::ostringstream os;
+      os << "request to " << origin_ << path_ << " took more than " << 2 * cfg_.timeout_s
+         << " s in all (twice the timeout): the server answers too slowly";
+      last_error = os.str();
+      retry = true;
+    } else if (!res) {
       const auto err = res.error();
       last_error = "request to " + origin_ + path_ + " failed: " + httplib::to_string(err);
       if (err == httplib::Error::Read) last_error += " (connection closed or timed out after " +
@@ -233,8 +294,8 @@ ChatReply LlmClient::chat(const std::string& system, const std::string& user) {
         if (j["choices"][0].contains("finish_reason") && j["choices"][0]["finish_reason"].is_string())
           r.finish_reason = j["choices"][0]["finish_reason"].get<std::string>();
         if (j.contains("usage") && j["usage"].is_object()) {
-          r.prompt_tokens = j["usage"].value("prompt_tokens", 0);
-          r.completion_tokens = j["usage"].value("completion_tokens", 0);
+          r.prompt_tokens = token_count(j["usage"], "prompt_tokens");
+          r.completion_tokens = token_count(j["usage"], "completion_tokens");
         }
         r.attempts = attempt + 1;
         r.latency_s = latency;

@@ -27,7 +27,8 @@ struct LlmConfig {
   std::string model;
   std::string api_key;
   std::string ca_file;
-  double timeout_s = 60;   // per request (connect, read, write)
+  double timeout_s = 60;   // per connect, read and write; a whole request gets twice this at most
+  size_t max_reply_bytes = 8u << 20;  // a longer reply body is refused (a draft is a few KB)
   int max_retries = 4;     // on 429, 5xx and connection errors
   int max_tokens = 4096;   // completion cap sent with every request
   double backoff_base_s = 0.5;  // first retry delay; doubles each retry, with jitter
