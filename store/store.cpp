@@ -455,6 +455,10 @@ std::optional<std::string> Store::cached_answer(const std::string& model,
       model, prompt_digest);
 }
 
+void Store::set_llm_call_status(std::int64_t id, const std::string& status) {
+  db_.prepare("UPDATE llm_calls SET status = ? WHERE id = ?").bind_all(status, id).step();
+}
+
 std::int64_t Store::record_llm_call(const LlmCall& c) {
   if (c.model.empty() || c.prompt_digest.empty())
     throw StoreError(db_.path() + ": record_llm_call: model and prompt digest must be set");

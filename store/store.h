@@ -354,6 +354,9 @@ class Store {
   std::optional<std::string> cached_answer(const std::string& model,
                                            const std::string& prompt_digest) const;
   std::int64_t record_llm_call(const LlmCall& call);
+  // Changes a recorded call's status (an answer that held no contract that parses is
+  // "unparsed"): only "ok" answers are served by cached_answer().
+  void set_llm_call_status(std::int64_t id, const std::string& status);
   std::vector<LlmCall> llm_calls(const std::string& lib, const std::string& version) const;
   Usage usage(const std::string& lib, const std::string& version) const;
 

@@ -199,7 +199,10 @@ struct Loop {
     r.contract = c;
   }
 
+  std::int64_t last_call_id_ = 0;  // the llm_calls row of the last answer ask() gave
+
   std::string ask(LlmClient& client, const Prompt& p, Round& rd) {
+    last_call_id_ = 0;
     const auto& cfg = client.config();
     const std::string digest = store::sha256_hex(client.request_body(p.system, p.user));
     store::LlmCall call;
@@ -214,7 +217,7 @@ struct Loop {
         call.cached = true;
         call.status = "ok";
         call.answer = *a;
-        store->record_llm_call(call);
+        last_call_id_ = store->record_llm_call(call);
         return *a;
       }
     }
@@ -231,9 +234,10 @@ struct Loop {
       call.prompt_tokens = reply.prompt_tokens;
       call.completion_tokens = reply.completion_tokens;
       call.latency_ms = reply.latency_s * 1000;
-      call.status = "ok";
+      // A truncated answer is kept for the record but never served again from the cache.
+      call.status = reply.finish_reason == "length" ? "truncated" : "ok";
       call.answer = reply.content;
-      if (store) store->record_llm_call(call);
+      if (store) last_call_id_ = store->record_llm_call(call);
       return reply.content;
     } catch (const LlmError& e) {
       call.status = std::string("error: ") + e.what();
@@ -272,10 +276,12 @@ struct Loop {
       const std::string file = "draft#" + std::to_string(n);
       std::string text = extract_lpcl(answer, rd.diags);
       Diagnostics remaining = rd.diags;
+      bool answer_parsed = false;
       if (!text.empty()) {
         Diagnostics pd;
         auto doc = lpcl::parse(text, file, pd);
         const bool parsed = !pd.has_errors() && !doc.contracts.empty();
+        answer_parsed = parsed;
         if (parsed) lpcl::check(doc.contracts.front(), pd);  // check errors still leave a candidate
         rd.diags.append(pd);
         if (parsed) {
@@ -302,6 +308,9 @@ struct Loop {
           remaining = pd;
         }
       }
+      // An answer with no contract that parses is not served from the cache again: the same
+      // prompt asks the model anew next time.
+      if (store && last_call_id_ && !rd.cached && !answer_parsed) store->set_llm_call_status(last_call_id_, "unparsed");
       r.rounds.push_back(rd);
       if (best && best_errors == 0) break;
       if (n == rounds) break;
