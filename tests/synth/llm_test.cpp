@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <unistd.h>
 
 #include "lpcl/lpcl.h"
 #include "store/store.h"
@@ -186,6 +187,34 @@ TEST(SynthLlm, TruncatedBodyIsRetried) {
   bool said_not_json = false;
   for (auto& l : lines) said_not_json |= l.find("is not JSON") != std::string::npos;
   EXPECT_TRUE(said_not_json);
+}
+
+// The answer cache serves only answers that held a contract that parses: after a garbage
+// answer and a truncated one, the same prompt asks the model again; a good answer is then
+// served from the cache with no call.
+TEST(SynthLlm, OnlyAnswersThatParseAreCached) {
+  auto dir = std::filesystem::temp_directory_path() / ("syspilot-cache-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  store::Store st((dir / "s.db").string());
+  FakeLlmServer s;
+  ScriptedReply truncated = ScriptedReply::answer("x");
+  nlohmann::json cut = {{"choices", {{{"message", {{"content", testing::kGoodDraft}}}, {"finish_reason", "length"}}}}};
+  truncated.raw_body = cut.dump();
+  s.script({ScriptedReply::answer("no contract here, sorry"), truncated, ScriptedReply::answer(testing::kGoodDraft)});
+  auto o = options(s);
+  o.max_rounds = 0;  // one round a run: each run asks the draft prompt once
+  synthesize(testing::openblas_facts(), o, &st);
+  EXPECT_EQ(s.request_count(), 1u);
+  synthesize(testing::openblas_facts(), o, &st);
+  EXPECT_EQ(s.request_count(), 2u) << "the garbage answer was served from the cache";
+  synthesize(testing::openblas_facts(), o, &st);
+  EXPECT_EQ(s.request_count(), 3u) << "the truncated answer was served from the cache";
+  auto r = synthesize(testing::openblas_facts(), o, &st);
+  EXPECT_EQ(s.request_count(), 3u) << "the good answer was not served from the cache";
+  ASSERT_FALSE(r.rounds.empty());
+  EXPECT_TRUE(r.rounds.front().cached);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(SynthLlm, RateLimitHonoursRetryAfter) {
