@@ -6,6 +6,7 @@
 #include <tree_sitter/api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <array>
 #include <cstring>
 #include <functional>
@@ -120,6 +121,9 @@ TSParser* parser_for(Lang lang) {
   }
   return slot;
 }
+
+// Children of one syntax node beyond which the query does not walk it (see FileScanner::run).
+constexpr uint32_t kMaxQueriedChildren = 100000;
 
 bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
@@ -346,9 +350,44 @@ class FileScanner {
       return std::move(out_);
     }
     TSQueryCursor* cur = ts_query_cursor_new();
-    ts_query_cursor_exec(cur, q.query, ts_tree_root_node(tree));
     TSQueryMatch m;
-    while (ts_query_cursor_next_match(cur, &m)) collect(q, m);
+    // The query walk slows with the square of a node's width (an initializer of millions of
+    // elements took minutes): nodes with more than kMaxQueriedChildren children are left out
+    // of the query (the ranges around them are queried), said so; no table of that size
+    // names variables.
+    std::vector<std::pair<uint32_t, uint32_t>> ranges;  // byte ranges to query
+    {
+      std::vector<std::pair<uint32_t, uint32_t>> wide;
+      TSTreeCursor walk = ts_tree_cursor_new(ts_tree_root_node(tree));
+      for (bool more = true; more;) {
+        TSNode n = ts_tree_cursor_current_node(&walk);
+        bool is_wide = ts_node_child_count(n) > kMaxQueriedChildren;
+        if (is_wide) wide.emplace_back(ts_node_start_byte(n), ts_node_end_byte(n));
+        if (!is_wide && ts_tree_cursor_goto_first_child(&walk)) continue;
+        while (!ts_tree_cursor_goto_next_sibling(&walk))
+          if (!ts_tree_cursor_goto_parent(&walk)) {
+            more = false;
+            break;
+          }
+      }
+      ts_tree_cursor_delete(&walk);
+      uint32_t from = 0;
+      for (auto& [a, b] : wide) {
+        if (a > from) ranges.emplace_back(from, a);
+        from = std::max(from, b);
+      }
+      ranges.emplace_back(from, static_cast<uint32_t>(src_.size()) + 1);
+      if (!wide.empty())
+        diags_.warning({out_.file, 0, 0},
+                       std::to_string(wide.size()) + " syntax node(s) with more than " +
+                           std::to_string(kMaxQueriedChildren) + " children (a huge initializer?) not scanned",
+                       "too-wide");
+    }
+    for (auto& [a, b] : ranges) {
+      ts_query_cursor_set_byte_range(cur, a, b);
+      ts_query_cursor_exec(cur, q.query, ts_tree_root_node(tree));
+      while (ts_query_cursor_next_match(cur, &m)) collect(q, m);
+    }
     ts_query_cursor_delete(cur);
     build_definitions();
     build_locals_and_constants();
