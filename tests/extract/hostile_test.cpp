@@ -163,3 +163,22 @@ TEST(ExtractHostile, FifoRootIsNotOpened) {
   EXPECT_TRUE(has_code(f, "skip-not-source"));
   EXPECT_EQ(f.files_scanned, 0u);
 }
+
+// An initializer of 200000 elements: the query walk over so wide a node slows with the
+// square of its width, so it is left out and said so; the reads before and after it stand.
+TEST(ExtractHostile, AHugeInitializerIsLeftOutAndSaidSo) {
+  TempTree t;
+  std::string wide = "#include <stdlib.h>\nchar* a(void) { return getenv(\"BEFORE_WIDE\"); }\nint x[] = {";
+  for (int i = 0; i < 200000; ++i) wide += "1,";
+  wide += "1};\nchar* b(void) { return getenv(\"AFTER_WIDE\"); }\n";
+  t.write("src/wide.c", wide);
+  ExtractOptions o;
+  o.paths = {t.root.string()};
+  o.threads = 1;
+  o.api_controls = false;
+  Facts f = extract(o);
+  std::set<std::string> names;
+  for (auto& e : f.env_vars) names.insert(e.name);
+  EXPECT_EQ(names, (std::set<std::string>{"BEFORE_WIDE", "AFTER_WIDE"}));
+  EXPECT_NE(f.diagnostics.str().find("too-wide"), std::string::npos) << f.diagnostics.str();
+}
