@@ -1,6 +1,7 @@
 // The LPCL subcommands of the real syspilot binary: exit codes, stdin, in-place rewrite.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -42,6 +43,23 @@ TEST_F(Cli, CheckExitCodes) {
   auto stdin_run = syspilot({"check", "-"}, "contract x \"1\" {\n  demand cpu.threads = 2\n}\n");
   EXPECT_EQ(stdin_run.status, 1);
   EXPECT_NE(stdin_run.err.find("<stdin>:2:25: error: expected ';' after demand"), std::string::npos) << stdin_run.err;
+}
+
+// A file with thousands of errors prints the first 200 and says how many more there are; the
+// summary counts them all.
+TEST_F(Cli, CheckPrintsAtMost200DiagnosticsAFile) {
+  std::string text = "contract x \"1\" {\n  control A : env int;\n";
+  for (int i = 0; i < 3000; ++i) text += "  demand cpu.thread = 1;\n";
+  text += "}\n";
+  std::string path = file("many.lpcl", text);
+  auto r = syspilot({"check", path});
+  EXPECT_EQ(r.status, 1);
+  size_t lines = std::count(r.err.begin(), r.err.end(), '\n');
+  EXPECT_LT(lines, 500u) << r.err.size() << " bytes";
+  // every line is an unknown resource, and every demand after the first repeats it: 5999 in all
+  EXPECT_NE(r.err.find(path + ": 5799 more diagnostic(s) not shown (the first 200 are)"), std::string::npos)
+      << r.err.substr(r.err.size() > 400 ? r.err.size() - 400 : 0);
+  EXPECT_NE(r.err.find("1 file(s) checked: 5999 error(s)"), std::string::npos);
 }
 
 TEST_F(Cli, FmtPrintsChecksAndRewrites) {
