@@ -40,6 +40,12 @@ std::set<std::string> reads(const Facts& f) {
   return out;
 }
 
+// A C source that reads `var` on line 2, in main() (a program) or in a function of its own.
+std::string reader(const std::string& var, bool main) {
+  return std::string("#include <stdlib.h>\n") + (main ? "int main(void)" : "int f_" + var + "(void)") +
+         " { return getenv(\"" + var + "\") != 0; }\n";
+}
+
 std::string dump(const std::set<std::string>& s) {
   std::string o;
   for (auto& x : s) o += "  " + x + "\n";
@@ -318,10 +324,6 @@ TEST(ExtractPatterns, AutomakeTargetsGiveTheirSourcesAScope) {
           "foo_info_SOURCES = info.c\n"
           "check_PROGRAMS = test-thing\n"
           "test_thing_SOURCES = thing.c\n");
-  auto reader = [](const std::string& var, bool main) {
-    return std::string("#include <stdlib.h>\n") + (main ? "int main(void)" : "int f_" + var + "(void)") +
-           " { return getenv(\"" + var + "\") != 0; }\n";
-  };
   t.write("core/core.c", reader("FOO_CORE", false));
   t.write("core/shared.c", reader("FOO_SHARED", false));
   t.write("core/fake.c", reader("FOO_FAKE", false));
@@ -771,10 +773,6 @@ TEST(ExtractPatterns, RenamedReadersAndReassignedNames) {
 // and debian/ are build, debian/tests test.
 TEST(ExtractPatterns, AutomakeIncludesConvenienceLibrariesAndFolders) {
   TempTree t;
-  auto reader = [](const std::string& var, bool main) {
-    return std::string("#include <stdlib.h>\n") + (main ? "int main(void)" : "int f_" + var + "(void)") +
-           " { return getenv(\"" + var + "\") != 0; }\n";
-  };
   t.write("lib/Makefile.am", "lib_LTLIBRARIES = libfoo.la\nlibfoo_la_SOURCES = core.c\n");
   t.write("lib/core.c", reader("FOO_CORE", false));
   t.write("src/Makefile.am",
