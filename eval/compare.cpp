@@ -129,21 +129,27 @@ Session run_session(const Scenario& s, const Table* table, const std::string& tu
   out.runs = prefix + res.runs;
   out.stop_reason = res.stop_reason;
   out.trials = static_cast<int>(res.trials.size());
-  double incumbent = std::numeric_limits<double>::infinity();
   double truth = 0;
   int filled = 0;
+  // The incumbent after each record, as tune() judges it: the newest record of a configuration
+  // stands for it (a re-measured leader may lose its place).
+  std::vector<tuner::Trial> so_far;
   for (const auto& t : res.trials) {
     if (t.config.empty()) out.reference_runs += t.m.repeats;
+    else if (t.strategy == "re-measure") out.repeat_runs += t.m.repeats;
     else out.repeat_runs += std::max(0, t.m.repeats - 1);
     if (t.m.capped) ++out.capped_trials;
     else if (!t.m.ok) ++out.failed_trials;
     int end = prefix + t.runs_before + t.m.repeats;
     for (; filled < std::min(end - 1, max_runs); ++filled) out.best_by_run[filled] = truth;
-    if (t.m.ok && t.m.value < incumbent) {
-      incumbent = t.m.value;
-      out.best = normalise(s, t.config);
+    so_far.push_back(t);
+    const tuner::Trial* inc = nullptr;
+    for (size_t i = 0; i < so_far.size(); ++i)
+      if (so_far[i].m.ok && (!inc || so_far[i].m.value < inc->m.value) && !tuner::superseded(so_far, i)) inc = &so_far[i];
+    if (inc) {
+      out.best = normalise(s, inc->config);
       const Entry* e = table ? table->find(out.best) : nullptr;
-      double truth_s = e && !e->samples.empty() ? e->median() : t.m.value;
+      double truth_s = e && !e->samples.empty() ? e->median() : inc->m.value;
       truth = exhaustive > 0 ? truth_s / exhaustive : 0;
     }
   }

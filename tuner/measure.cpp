@@ -215,8 +215,10 @@ RunCap run_cap(const std::vector<Trial>& trials, double factor, double slack_s) 
   cap.slack_s = slack_s;
   if (factor <= 0) return cap;
   const Trial* inc = nullptr;
-  for (const auto& t : trials)
-    if (t.m.ok && !t.m.capped && (!inc || t.m.value < inc->m.value)) inc = &t;
+  for (size_t i = 0; i < trials.size(); ++i) {
+    const Trial& t = trials[i];
+    if (t.m.ok && !t.m.capped && (!inc || t.m.value < inc->m.value) && !superseded(trials, i)) inc = &t;
+  }
   if (!inc || inc->m.walls.empty()) return cap;
   cap.incumbent = inc->index;
   cap.incumbent_s = median(inc->m.walls);
@@ -227,6 +229,19 @@ RunCap run_cap(const std::vector<Trial>& trials, double factor, double slack_s) 
 std::string capped_text(const RunCap& cap) {
   return "capped at " + seconds_text(cap.limit_s) + " s (" + seconds_text(cap.factor) + "x the incumbent's " +
          seconds_text(cap.incumbent_s) + " s + " + seconds_text(std::max(0.0, cap.slack_s)) + " s)";
+}
+
+bool superseded(const std::vector<Trial>& trials, size_t i) {
+  for (size_t j = i + 1; j < trials.size(); ++j)
+    if (trials[j].config == trials[i].config) return true;
+  return false;
+}
+
+std::vector<Trial> standing(const std::vector<Trial>& trials) {
+  std::vector<Trial> out;
+  for (size_t i = 0; i < trials.size(); ++i)
+    if (!superseded(trials, i)) out.push_back(trials[i]);
+  return out;
 }
 
 // ---- tune() ---------------------------------------------------------------------------------
@@ -288,8 +303,10 @@ double pooled_noise(const std::vector<Trial>& trials, double prior) {
 
 int best_of(const std::vector<Trial>& trials) {
   int best = -1;
-  for (const auto& t : trials)
-    if (t.m.ok && (best < 0 || t.m.value < trials[best].m.value)) best = t.index;
+  for (size_t i = 0; i < trials.size(); ++i) {
+    const Trial& t = trials[i];
+    if (t.m.ok && (best < 0 || t.m.value < trials[best].m.value) && !superseded(trials, i)) best = t.index;
+  }
   return best;
 }
 
@@ -318,8 +335,10 @@ TuneResult tune(Strategy& strategy, Objective& objective, const TuneOptions& o) 
     line << "trial " << t.index + 1 << "  runs " << res.runs << "/" << o.budget << "  " << to_string(t.config) << "  ";
     if (t.m.ok) {
       // One run has no spread to show: "+-0%" would claim a precision nobody measured.
-      line << std::fabs(t.m.value) << " (x" << t.m.repeats;
-      if (t.m.repeats > 1) line << ", +-" << std::lround(t.m.spread * 100) << "%";
+      // A re-measurement's record holds the configuration's earlier runs too.
+      const int runs = std::max<int>(t.m.repeats, static_cast<int>(t.m.samples.size()));
+      line << std::fabs(t.m.value) << " (x" << runs;
+      if (runs > 1) line << ", +-" << std::lround(t.m.spread * 100) << "%";
       line << ")";
     } else if (t.m.capped) {
       line << t.m.failure;
@@ -420,6 +439,69 @@ TuneResult tune(Strategy& strategy, Objective& objective, const TuneOptions& o) 
     }
   };
 
+  // Intensification (as SMAC's): the best is claimed on more than one run. A leader measured
+  // once (a probe run of the analysis, a trial whose repeats the budget cut short) is run again
+  // once remeasure_after later trials have failed to beat it: one lucky run would otherwise
+  // rule the rest of the session, every later trial looking worse than it and run once. Once
+  // the strategy has nothing left to propose, the rest of the budget re-measures the leaders
+  // within the noise of the incumbent, fewest runs first, up to max_repeats. A re-measurement
+  // is a new record of the configuration that holds all its runs and supersedes the older
+  // one (superseded()); only its own runs are charged.
+  auto remeasure = [&](size_t i) {
+    Trial t;
+    t.index = static_cast<int>(res.trials.size());
+    t.config = res.trials[i].config;
+    t.strategy = "re-measure";
+    t.runs_before = res.runs;
+    t.m = res.trials[i].m;
+    t.m.repeats = 0;
+    RunCap cap = run_cap(res.trials, o.cap_factor, o.cap_slack_s);
+    objective.plan({t.index, t.runs_before, o.budget - res.runs, t.strategy});
+    Measurement one = objective.evaluate_within(t.config, cap.limit_s);
+    apply_cap(one, cap);
+    add_run(t.m, one);
+    res.runs += std::max(1, one.repeats);
+    res.trials.push_back(std::move(t));
+    report(res.trials.back());
+  };
+  auto single_leader = [&]() -> int {
+    int b = best_of(res.trials);
+    if (b < 0 || res.runs >= o.budget) return -1;
+    const Trial& t = res.trials[b];
+    if (t.m.capped || t.m.samples.size() >= static_cast<size_t>(std::min(2, o.max_repeats))) return -1;
+    int later = 0;  // trials measured since, none of which beat it
+    for (size_t j = static_cast<size_t>(b) + 1; j < res.trials.size(); ++j)
+      if (res.trials[j].m.repeats > 0 && res.trials[j].strategy != "re-measure") ++later;
+    if (later < o.remeasure_after) return -1;
+    return b;
+  };
+  auto leader_to_remeasure = [&]() -> int {
+    int b = best_of(res.trials);
+    if (b < 0 || res.runs >= o.budget) return -1;
+    const double noise = pooled_noise(res.trials, o.noise);
+    const double inc = res.trials[b].m.value;
+    int pick = -1;
+    for (size_t i = 0; i < res.trials.size(); ++i) {
+      const Trial& t = res.trials[i];
+      if (!t.m.ok || t.m.capped || superseded(res.trials, i)) continue;
+      if (t.m.samples.size() >= static_cast<size_t>(std::max(1, o.max_repeats))) continue;
+      if (t.m.value > inc + std::max(noise, t.m.spread) * std::fabs(inc)) continue;
+      const Trial* p = pick < 0 ? nullptr : &res.trials[pick];
+      if (!p || t.m.samples.size() < p->m.samples.size() ||
+          (t.m.samples.size() == p->m.samples.size() && t.m.value < p->m.value))
+        pick = static_cast<int>(i);
+    }
+    return pick;
+  };
+  auto spend_on_leaders = [&]() {
+    for (int l = leader_to_remeasure(); l >= 0; l = leader_to_remeasure()) remeasure(static_cast<size_t>(l));
+  };
+  // The newest record of a configuration (a stored answer copies it).
+  auto newest = [](std::vector<Trial>& ts, const Config& c) {
+    auto it = std::find_if(ts.rbegin(), ts.rend(), [&](const Trial& t) { return t.config == c; });
+    return it == ts.rend() ? ts.end() : std::prev(it.base());
+  };
+
   bool have_reference = std::any_of(res.trials.begin(), res.trials.end(), [](const Trial& t) { return t.config.empty(); });
   if (!have_reference && res.runs < o.budget) measure({}, "reference", std::min(2, o.max_repeats));
 
@@ -438,6 +520,10 @@ TuneResult tune(Strategy& strategy, Objective& objective, const TuneOptions& o) 
     return true;
   };
   while (o.parallel > 1 && res.runs < o.budget) {
+    if (int l = single_leader(); l >= 0) {
+      remeasure(static_cast<size_t>(l));
+      continue;
+    }
     // The constant liar: each configuration in the batch joins the history as a provisional
     // trial with the incumbent's measurement (a failed one before any success).
     const int room = o.budget - res.runs;
@@ -452,7 +538,7 @@ TuneResult tune(Strategy& strategy, Objective& objective, const TuneOptions& o) 
         finished = true;
         break;
       }
-      auto seen = std::find_if(told.begin(), told.end(), [&](const Trial& t) { return t.config == *next; });
+      auto seen = newest(told, *next);
       if (seen != told.end()) {
         if (!batch.empty()) break;  // measured or in flight: send what the batch has
         if (!stored_answer(*seen)) {
@@ -479,19 +565,26 @@ TuneResult tune(Strategy& strategy, Objective& objective, const TuneOptions& o) 
     }
     if (!batch.empty()) measure_batch(batch, strategy.name());
     if (finished) {
+      spend_on_leaders();
       res.stop_reason = "strategy finished";
       break;
     }
   }
   while (o.parallel <= 1 && res.runs < o.budget) {
+    if (int l = single_leader(); l >= 0) {
+      remeasure(static_cast<size_t>(l));
+      continue;
+    }
     std::optional<Config> next = strategy.next(res.trials);
     if (!next) {
+      spend_on_leaders();
       res.stop_reason = "strategy finished";
       break;
     }
-    auto seen = std::find_if(res.trials.begin(), res.trials.end(), [&](const Trial& t) { return t.config == *next; });
+    auto seen = newest(res.trials, *next);
     if (seen != res.trials.end()) {
       if (!stored_answer(*seen)) {
+        spend_on_leaders();
         res.stop_reason = "strategy finished";
         break;
       }

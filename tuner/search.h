@@ -189,6 +189,11 @@ struct TuneOptions {
   // still bounds it). The stopped run is charged; its trial is capped. cap_factor <= 0: none.
   double cap_factor = 3;
   double cap_slack_s = 1;
+  // Intensification: a leader measured once (an analysis' probe run, a trial whose repeats the
+  // budget cut short) is run again once this many later trials have failed to beat it; and a
+  // strategy that has nothing left to propose leaves the rest of the budget to re-measuring
+  // the leaders within the noise of the incumbent, up to max_repeats runs each.
+  int remeasure_after = 3;
   // Configurations measured at once (Objective::evaluate_batch). Above 1 the strategy is asked
   // for a batch by the constant liar (Ginsbourger et al.): each configuration in flight joins
   // the history it is asked with as a provisional trial valued at the incumbent's value, so that
@@ -215,5 +220,11 @@ TuneResult tune(Strategy& strategy, Objective& objective, const TuneOptions& opt
 
 // Median of a sample (0 for an empty one).
 double median(std::vector<double> v);
+
+// A configuration measured again (tune() re-measures a leader measured once) gets a newer
+// record holding every run of it: the newest record of a configuration stands for it, and
+// an older one is superseded. Every judgement of the best reads only the standing records.
+bool superseded(const std::vector<Trial>& trials, size_t i);
+std::vector<Trial> standing(const std::vector<Trial>& trials);
 
 }  // namespace syspilot::tuner

@@ -91,7 +91,8 @@ class GuidedSearch : public Strategy {
   }
   std::string name() const override { return "syspilot"; }
 
-  std::optional<Config> next(const std::vector<Trial>& history) override {
+  std::optional<Config> next(const std::vector<Trial>& all) override {
+    const std::vector<Trial> history = standing(all);  // a re-measured configuration once
     std::set<Config> seen;
     for (const auto& t : history) seen.insert(canonical(t.config));
     seen.insert(Config{});
