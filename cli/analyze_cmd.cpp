@@ -7,6 +7,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/checks.h"
 #include "cli/command.h"
 #include "tuner/analyze.h"
 #include "tuner/run.h"
@@ -105,6 +106,7 @@ void register_analyze(CLI::App& app, Context& ctx) {
   cmd->add_option("--rules", a->rules, "Folder of hypothesis rules (default: tuner/rules/)");
   cmd->add_option("--env", a->env, "NAME=VALUE set for every run of the application (repeatable)");
   cmd->add_option("--timeout", a->timeout, "Seconds before a run is killed with its whole process group")
+      ->check(finite_number())
       ->check(CLI::PositiveNumber);
   cmd->add_option("--repeats", a->repeats, "Interleaved default/probe rounds; medians decide")->check(CLI::Range(1, 20));
   cmd->add_flag("--json", a->json, "Print the analysis as JSON (schema: docs/analysis.md)");
@@ -133,8 +135,7 @@ void register_analyze(CLI::App& app, Context& ctx) {
     // Resolve a bare name through PATH, as the run will.
     if (std::string found = tuner::find_on_path(o.compose.binary); !found.empty()) o.compose.binary = found;
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(o.compose.binary, ec))
-      throw UsageError("application '" + a->app.front() + "' not found; give its path after --");
+    if (std::string why = application_problem(a->app.front(), o.compose.binary); !why.empty()) throw UsageError(why);
     if (!a->source.empty() && !std::filesystem::is_directory(a->source, ec))
       throw UsageError("--source '" + a->source + "' is not a folder");
     if (!a->manifest.empty() && !std::filesystem::is_regular_file(a->manifest, ec))
@@ -165,7 +166,7 @@ void register_analyze(CLI::App& app, Context& ctx) {
       }
     if (!a->no_store) keep_analysis(*a, an);
     if (a->json) {
-      std::cout << tuner::to_json(an).dump(2) << "\n";
+      std::cout << tuner::to_json(an).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
       std::cout << tuner::to_text(an);
       if (!an.diagnostics.empty()) {

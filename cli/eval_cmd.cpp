@@ -9,6 +9,7 @@
 #include <memory>
 #include <sstream>
 
+#include "cli/checks.h"
 #include "cli/command.h"
 #include "eval/eval.h"
 
@@ -174,7 +175,9 @@ CommandRegistration reg(70, [](CLI::App& app, Context& ctx) {
   cmd->add_option("--seeds", args->seeds, "Seeds per tuner")->check(CLI::Range(1, 1000));
   cmd->add_option("--tuner", args->tuners, "Only these tuners (syspilot, random, optuna-tpe, optuna-cmaes, expert)");
   cmd->add_option("--repeats", args->repeats, "With --measure: samples per configuration")->check(CLI::Range(1, 50));
-  cmd->add_option("--max-load", args->max_load, "With --measure: outside load (cores) above which a run is retried");
+  cmd->add_option("--max-load", args->max_load, "With --measure: outside load (cores) above which a run is retried")
+      ->check(finite_number())
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--report", args->report, "Write the Markdown report (SVG plots beside it)");
   cmd->add_flag("--as-measured", args->as_measured,
                 "Replay a table measured on another CPU count with the scenario built for that count");

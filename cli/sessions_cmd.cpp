@@ -109,7 +109,7 @@ void print_list(const SessionStore& s, bool json) {
                    {"best", j["best"]},
                    {"speedup", j["speedup"]}});
     }
-    std::cout << a.dump(2) << "\n";
+    std::cout << a.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return;
   }
   if (all.empty()) {
@@ -132,7 +132,7 @@ void print_list(const SessionStore& s, bool json) {
 void print_show(const SessionInfo& x, const std::vector<Trial>& trials, bool json) {
   nlohmann::json j = session_to_json(x, trials);
   if (json) {
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return;
   }
   std::cout << "session " << x.id << ": " << x.status << ", strategy " << x.strategy << ", started " << x.created_at;
@@ -141,7 +141,7 @@ void print_show(const SessionInfo& x, const std::vector<Trial>& trials, bool jso
   std::cout << "command:   " << command_line(x.argv) << "\n";
   std::cout << "objective: " << j["objective"].get<std::string>() << (j["maximize"].get<bool>() ? ", maximised" : "")
             << "; budget " << x.budget << " runs, " << j["runs"].get<int>() << " spent; seed " << x.seed << "\n";
-  std::cout << "machine:   " << (j["machine"].is_null() ? "(not recorded)" : j["machine"].dump()) << "\n";
+  std::cout << "machine:   " << (j["machine"].is_null() ? "(not recorded)" : j["machine"].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) << "\n";
   try {
     Space space = space_from_json(x.space_json);
     std::cout << "space:     " << space.params.size() << " controls, " << space.size() << " configurations\n";
@@ -225,7 +225,7 @@ int print_export(const SessionInfo& x, const std::vector<Trial>& trials, bool js
                                 {"env", env},
                                 {"api_controls", api},
                                 {"shim", shim.empty() ? nlohmann::json(nullptr) : nlohmann::json(shim)}}
-                     .dump(2)
+                     .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
               << "\n";
   } else {
     for (const auto& line : export_lines(env)) std::cout << line << "\n";

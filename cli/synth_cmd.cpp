@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli/checks.h"
 #include "cli/command.h"
 #include "extract/extract.h"
 #include "lpcl/lpcl.h"
@@ -291,7 +292,10 @@ CommandRegistration reg(30, [](CLI::App& app, Context& ctx) {
   cmd->add_option("--max-rounds", a->max_rounds, "LLM re-prompts after deterministic repair")->capture_default_str();
   cmd->add_option("--max-tokens", a->max_tokens, "Completion token cap per request")->capture_default_str();
   cmd->add_option("--retries", a->max_retries, "Retries on 429, 5xx and connection errors")->capture_default_str();
-  cmd->add_option("--timeout", a->timeout_s, "Seconds per request")->capture_default_str();
+  cmd->add_option("--timeout", a->timeout_s, "Seconds per request")
+      ->capture_default_str()
+      ->check(finite_number())
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--budget", a->budget, "Prompt token budget (tokens ~ bytes/4)")->capture_default_str();
   cmd->add_option("--overlay", a->overlays, "Reviewed corrections (LPCL, origin manual) applied after validation");
   cmd->add_option("-I,--include", a->includes, "Include folder for parsing headers");

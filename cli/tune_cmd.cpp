@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <sstream>
 
+#include "cli/checks.h"
 #include "cli/command.h"
 #include "cli/tune_validate.h"
 #include "store/store.h"
@@ -272,11 +273,17 @@ class ClockedObjective final : public Objective {
 
 SpaceEdits parse_edits(const TuneArgs& a) {
   SpaceEdits e;
+  auto name_of = [](const std::string& option, const std::string& n) {
+    if (!control_name(n))
+      throw UsageError(option + " '" + n + "': a control's name is an identifier (letters, digits, _; dots between " +
+                       "the parts of an API control's member), e.g. OMP_NUM_THREADS");
+    return n;
+  };
   for (const auto& p : a.pin) {
     auto eq = p.find('=');
     if (eq == std::string::npos || eq == 0)
       throw UsageError("--pin '" + p + "': expected NAME=VALUE, e.g. --pin OMP_NUM_THREADS=2");
-    e.pin[p.substr(0, eq)] = p.substr(eq + 1);
+    e.pin[name_of("--pin", p.substr(0, eq))] = p.substr(eq + 1);
   }
   for (const auto& p : a.add) {
     auto eq = p.find('=');
@@ -285,10 +292,11 @@ SpaceEdits parse_edits(const TuneArgs& a) {
     std::vector<std::string> vals;
     std::stringstream ss(p.substr(eq + 1));
     for (std::string v; std::getline(ss, v, ',');)
-      if (!v.empty()) vals.push_back(v);
-    e.add[p.substr(0, eq)] = vals;
+      if (!v.empty() && std::find(vals.begin(), vals.end(), v) == vals.end()) vals.push_back(v);
+    if (vals.empty()) throw UsageError("--add '" + p + "': no values; expected NAME=V1,V2,...");
+    e.add[name_of("--add", p.substr(0, eq))] = vals;
   }
-  e.drop = a.drop;
+  for (const auto& d : a.drop) e.drop.push_back(name_of("--drop", d));
   return e;
 }
 
@@ -328,6 +336,9 @@ std::string fixed(double v, int prec = 2) {
 // "2.07x +-16%"; a ratio is undefined when the default's metric or score is 0 (or the best's).
 std::string speedup_text(double speedup, double spread) {
   if (speedup <= 0) return "n/a (a metric or score of 0 has no ratio)";
+  // Metrics hundreds of orders of magnitude apart overflow the ratio: no figure means anything.
+  if (!std::isfinite(speedup)) return "n/a (the metrics are too far apart for a ratio)";
+  if (!std::isfinite(spread)) return fixed(speedup) + "x (spread unknown)";
   return fixed(speedup) + "x +-" + pct(spread);
 }
 
@@ -691,8 +702,7 @@ int run_tune(TuneArgs a, Interruption* stop) {
   } else {
     if (a.argv.empty()) throw UsageError("no application given; usage: syspilot tune [options] -- APP ARGS...");
     std::string binary = resolve_binary(a.argv[0]);
-    if (!std::filesystem::exists(binary))
-      throw UsageError("application '" + a.argv[0] + "' not found; give its path after --");
+    if (std::string why = application_problem(a.argv[0], binary); !why.empty()) throw UsageError(why);
     // Composition reads the binary and the contracts, and runs nothing: the controls it knows
     // check --pin/--add/--drop before the analysis' first run.
     ComposeOptions co;
@@ -719,7 +729,7 @@ int run_tune(TuneArgs a, Interruption* stop) {
     // The analysis' runs are charged to syspilot's budget: its extra pairs (a probe too close
     // to a threshold to call) take at most half of it, leaving the rest to the search.
     ao.profile.max_runs = a.budget / 2;
-    ao.profile.progress = [](const std::string& line) { std::cerr << "tune: analysis " << line << "\n"; };
+    ao.profile.progress = [](const std::string& line) { std::cerr << "tune: analysis " << printable(line) << "\n"; };
     const auto analysis_start = std::chrono::steady_clock::now();
     Analysis an = analyze(ao);
     int node_runs = 0;
@@ -791,11 +801,11 @@ int run_tune(TuneArgs a, Interruption* stop) {
                                         {"max_repeats", a.max_repeats}, {"space", a.space},
                                         {"analysis_spent", analysis_spent}, {"executor", a.executor},
                                         {"machine", machine_json(machine)}}
-                            .dump();
+                            .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     if (analysis_id > 0) {
       auto o = nlohmann::json::parse(base.options_json);
       o["analysis"] = analysis_id;
-      base.options_json = o.dump();
+      base.options_json = o.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
     if (a.executor == "slurm") {
       auto o = nlohmann::json::parse(base.options_json);
@@ -803,14 +813,14 @@ int run_tune(TuneArgs a, Interruption* stop) {
       o["slurm_args"] = a.slurm_args;
       o["slurm_dir"] = a.slurm_dir;
       o["parallel"] = a.parallel;
-      base.options_json = o.dump();
+      base.options_json = o.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
   }
   if (strategies.size() > 1 && a.resume == 0) {
     // The sessions of one comparison share a group, so that each shows the others beside it.
     auto o = nlohmann::json::parse(base.options_json);
     o["compare"] = {{"group", compare_group()}, {"strategies", strategies}};
-    base.options_json = o.dump();
+    base.options_json = o.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   std::cerr << "tune: " << space.params.size() << " controls, " << space.size() << " configurations, budget "
             << a.budget << " runs per strategy\n";
@@ -908,7 +918,10 @@ int run_tune(TuneArgs a, Interruption* stop) {
       }
     }
     to.on_trial = [&, sid](const Trial& t) { sessions->add_trial(sid, t); };
-    to.progress = [&clock](const std::string& line) { std::cerr << "tune: " << line << "  " << clock.eta() << "\n"; };
+    // A failure reason quotes the application's output: printed as text, never as escapes.
+    to.progress = [&clock](const std::string& line) {
+      std::cerr << "tune: " << printable(line) << "  " << clock.eta() << "\n";
+    };
     TuneResult res = tune(*strategy, *objective, to);
     sessions->finish(id, res.best >= 0 ? "finished" : "failed");
     if (stop) stop->session(id, true);
@@ -1006,8 +1019,8 @@ int run_tune(TuneArgs a, Interruption* stop) {
     result["exit"] = code;
     result["runs"]["total"] =
         result["runs"]["search"].get<int>() + result["runs"]["verification"].get<int>() + result["runs"]["minimise"].get<int>();
-    sessions->set_result(d.id, result.dump());
-    if (a.json) std::cout << session_to_json(*sessions->get(d.id), sessions->trials(d.id)).dump(2) << "\n";
+    sessions->set_result(d.id, result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    if (a.json) std::cout << session_to_json(*sessions->get(d.id), sessions->trials(d.id)).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return code;
   };
   if (res.best < 0) {
@@ -1064,7 +1077,9 @@ int run_tune(TuneArgs a, Interruption* stop) {
     mo.noise = res.noise;
     mo.machine = machine;
     for (const auto& g : gs) mo.named.insert(mo.named.end(), g.controls.begin(), g.controls.end());
-    mo.progress = [&clock](const std::string& line) { std::cerr << "tune: " << line << "  " << clock.eta() << "\n"; };
+    mo.progress = [&clock](const std::string& line) {
+      std::cerr << "tune: " << printable(line) << "  " << clock.eta() << "\n";
+    };
     Minimised mz = minimise(*objective, space, best.config, mo);
     answer = mz.config;
     result["runs"]["minimise"] = mz.runs;
@@ -1126,12 +1141,15 @@ CommandRegistration reg(60, [](CLI::App& app, Context& ctx) {
   cmd->add_option("--seed", a->seed, "Seed of the random and Optuna strategies");
   cmd->add_option("--timeout", a->timeout,
                   "Seconds any run may take before it is killed and recorded as failed (absolute; the first run's only limit)")
+      ->check(finite_number())
       ->check(CLI::PositiveNumber);
   cmd->add_option("--cap-factor", a->cap_factor,
                   "Adaptive capping: stop a run after this many times the best trial's median wall time plus --cap-slack, "
                   "recorded as capped (default 3; 0: off)")
+      ->check(finite_number())
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--cap-slack", a->cap_slack, "Seconds added to the adaptive cap (default 1)")
+      ->check(finite_number())
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--metric", a->metric, "Objective read from the output: REGEX, its first group (default: wall time)");
   cmd->add_flag("--maximize", a->maximize, "The metric or score is better when larger");

@@ -413,6 +413,57 @@ void drain(int& fd, std::string& into, size_t cap) {
 
 }  // namespace
 
+// Text that quotes an application's output (a failure reason, a progress line), made safe to
+// print on a terminal and to store as JSON: one line, control characters and bytes that are no UTF-8 written as \xNN (a
+// terminal's escape sequences do nothing, the JSON stays valid), line breaks as spaces.
+std::string printable(const std::string& s) {
+  std::string out;
+  auto hex = [&](unsigned char b) {
+    static const char* digits = "0123456789abcdef";
+    out += "\\x";
+    out += digits[b >> 4];
+    out += digits[b & 15];
+  };
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char b = static_cast<unsigned char>(s[i]);
+    if (b == '\n' || b == '\r' || b == '\t') {
+      out += ' ';
+      ++i;
+      continue;
+    }
+    if (b < 0x20 || b == 0x7f) {
+      hex(b);
+      ++i;
+      continue;
+    }
+    if (b < 0x80) {
+      out += static_cast<char>(b);
+      ++i;
+      continue;
+    }
+    // A whole UTF-8 sequence (no overlong form, no surrogate, at most U+10FFFF) is kept.
+    size_t n = b >= 0xc2 && b <= 0xdf ? 2 : b >= 0xe0 && b <= 0xef ? 3 : b >= 0xf0 && b <= 0xf4 ? 4 : 0;
+    bool ok = n > 0 && i + n <= s.size();
+    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+    if (ok && n == 3) {
+      const unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
+      ok = !(b == 0xe0 && c1 < 0xa0) && !(b == 0xed && c1 >= 0xa0);
+    }
+    if (ok && n == 4) {
+      const unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
+      ok = !(b == 0xf0 && c1 < 0x90) && !(b == 0xf4 && c1 >= 0x90);
+    }
+    if (!ok) {
+      hex(b);
+      ++i;
+      continue;
+    }
+    out.append(s, i, n);
+    i += n;
+  }
+  return out;
+}
+
 std::string find_on_path(const std::string& name, const std::map<std::string, std::string>& env) {
   if (name.find('/') != std::string::npos) return name;
   std::string path;

@@ -101,6 +101,10 @@ std::vector<std::string> substitute_placeholders(const std::vector<std::string>&
 // holds a '/', else the first executable regular file of that name in env's PATH (this
 // process's PATH when env has none, /usr/bin:/bin without either; an empty entry is the
 // current folder). "" when there is none.
+// `s` as one printable line: control characters and bytes that are no UTF-8 as \xNN, line
+// breaks as spaces. For text that quotes an application's output: a terminal's escape
+// sequences in a failure reason do nothing, and the JSON that stores it stays valid.
+std::string printable(const std::string& s);
 std::string find_on_path(const std::string& name, const std::map<std::string, std::string>& env = {});
 
 // Number of CPUs this process may run on (sched_getaffinity), at least 1.

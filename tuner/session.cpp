@@ -1,6 +1,7 @@
 // Sessions and trials in the SQLite store: the "tuner" migrations, reads and writes, and the
 // JSON forms of spaces, guides and configurations kept with a session.
 #include "tuner/session.h"
+#include "tuner/run.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -140,7 +141,7 @@ std::int64_t SessionStore::create(const SessionInfo& s) {
   nlohmann::json argv = s.argv;
   auto st = db_->prepare(
       "INSERT INTO tune_sessions(argv, strategy, budget, seed, space, guides, options, status) VALUES(?,?,?,?,?,?,?,?)");
-  st.bind_all(argv.dump(), s.strategy, s.budget, static_cast<std::int64_t>(s.seed), s.space_json,
+  st.bind_all(argv.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), s.strategy, s.budget, static_cast<std::int64_t>(s.seed), s.space_json,
               s.guides_json.empty() ? std::string("[]") : s.guides_json,
               s.options_json.empty() ? std::string("{}") : s.options_json,
               s.status.empty() ? std::string("running") : s.status);
@@ -193,8 +194,9 @@ void SessionStore::add_trial(std::int64_t id, const Trial& t) {
   auto st = db_->prepare(
       "INSERT OR REPLACE INTO tune_trials(session_id, idx, strategy, config, ok, failure, value, spread, repeats, "
       "samples, runs_before, node) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
-  st.bind_all(id, t.index, t.strategy, config_to_json(t.config), t.m.ok ? 1 : 0, t.m.failure, t.m.value, t.m.spread,
-              t.m.repeats, samples.dump(), t.runs_before, t.m.node);
+  // A failure reason quotes the application's output: kept as printable UTF-8 text.
+  st.bind_all(id, t.index, t.strategy, config_to_json(t.config), t.m.ok ? 1 : 0, printable(t.m.failure), t.m.value, t.m.spread,
+              t.m.repeats, samples.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), t.runs_before, t.m.node);
   st.run();
 }
 
@@ -354,7 +356,7 @@ std::string space_to_json(const Space& s) {
     params.push_back({{"name", p.name}, {"values", p.values}, {"default", p.default_value}, {"kind", kind_name(p.kind)},
                       {"library", p.library}, {"carrier", p.carrier}, {"item_sep", p.item_sep},
                       {"kv_sep", p.kv_sep}, {"numeric", p.numeric}});
-  return nlohmann::json{{"params", params}, {"constraints", s.constraints}, {"one_value", s.one_value}}.dump();
+  return nlohmann::json{{"params", params}, {"constraints", s.constraints}, {"one_value", s.one_value}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Space space_from_json(const std::string& text) {
@@ -393,7 +395,7 @@ std::string guides_to_json(const std::vector<Guide>& gs) {
     a.push_back({{"id", g.id}, {"kind", g.kind}, {"controls", g.controls}, {"constraint", g.constraint},
                  {"remedies", rem}, {"weight", g.weight}});
   }
-  return a.dump();
+  return a.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::vector<Guide> guides_from_json(const std::string& text) {
@@ -415,7 +417,7 @@ std::vector<Guide> guides_from_json(const std::string& text) {
   return out;
 }
 
-std::string config_to_json(const Config& c) { return nlohmann::json(c).dump(); }
+std::string config_to_json(const Config& c) { return nlohmann::json(c).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 Config config_from_json(const std::string& text) {
   auto j = nlohmann::json::parse(text, nullptr, false);
