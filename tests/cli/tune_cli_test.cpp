@@ -4,6 +4,7 @@
 // Ctrl-C during a session, and the verdict "keep your defaults".
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,6 +51,66 @@ TEST(CliExit, UsageErrorsAreTwo) {
   EXPECT_EQ(run_cli(dir, "tune --db " + db + " -- /no/such/app").exit, 2);
   EXPECT_EQ(run_cli(dir, "tune --no-such-flag -- /bin/true").exit, 2);
   EXPECT_EQ(run_cli(dir, "analyze -- /no/such/app").exit, 2);
+}
+
+// Option values a person cannot mean are usage errors before anything runs or opens the
+// application: an --add without values (it crashed the search), a control name that is no
+// identifier (it reached --export's shell lines as code), a NaN timeout (no limit at all), and
+// an application that is a FIFO (opening it blocked for ever), a folder or not executable.
+TEST(CliExit, OptionsNobodyCanMeanAreTwoAndSaySo) {
+  TempDir dir;
+  const std::string db = dir.file("t.db");
+  const std::string mark = dir.file("ran");
+  auto two = [&](const std::string& args, const std::string& says) {
+    CliRun r = run_cli(dir, args);
+    EXPECT_EQ(r.exit, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << args << "\n" << r.err;
+  };
+  two("tune --db " + db + " --strategy random --budget 4 --add FOO=, -- " + touching(mark), "no values");
+  two("tune --db " + db + " --strategy grid --budget 4 --add FOO=,, --add BAR=1,2 -- " + touching(mark), "no values");
+  two("tune --db " + db + " --budget 4 --add " + q("X;touch " + mark + ";Y=1,2") + " -- /bin/true", "identifier");
+  two("tune --db " + db + " --budget 4 --pin " + q("A B=1") + " --add X=1,2 -- /bin/true", "identifier");
+  two("tune --db " + db + " --budget 4 --drop " + q("1X") + " --add X=1,2 -- /bin/true", "identifier");
+  two("tune --db " + db + " --budget 4 --timeout nan --add X=1,2 -- " + touching(mark), "not a finite number");
+  two("tune --db " + db + " --budget 4 --cap-factor nan --add X=1,2 -- " + touching(mark), "not a finite number");
+  two("analyze --no-store --timeout nan -- " + touching(mark), "not a finite number");
+  EXPECT_FALSE(std::filesystem::exists(mark)) << "a run happened before the usage error";
+
+  const std::string fifo = dir.file("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto t0 = Clock::now();
+  two("tune --db " + db + " --budget 4 --add X=1,2 -- " + fifo, "not a regular file");
+  two("analyze --no-store -- " + fifo, "not a regular file");
+  EXPECT_LT(seconds_since(t0), 20);
+  two("tune --db " + db + " --budget 4 --add X=1,2 -- " + dir.path(), "is a folder");
+  const std::string script = dir.file("noexec.sh");
+  spit(script, "#!/bin/sh\ntrue\n");
+  two("tune --db " + db + " --budget 4 --add X=1,2 -- " + script, "not executable");
+  two("analyze --no-store -- " + script, "not executable");
+}
+
+// A failure reason quotes the application's stderr: bytes that are no UTF-8 and a terminal's
+// escape sequences come out as \xNN text, the progress line and --json stay readable, and the
+// stored session prints as JSON.
+TEST(CliExit, AnApplicationsBytesAreQuotedAsText) {
+  TempDir dir;
+  const std::string db = dir.file("t.db");
+  const std::string app = dir.file("app.sh");
+  spit(app, "#!/bin/sh\nif [ \"$FOO\" = 2 ]; then printf 'bad \\377\\376 \\033[31mred\\n' >&2; exit 3; fi\n");
+  ASSERT_EQ(::chmod(app.c_str(), 0755), 0);
+  CliRun r = run_cli(dir, "tune --json --db " + db + " --budget 5 --verify 0 --minimise-runs 0 --add FOO=1,2 -- " + app);
+  ASSERT_EQ(r.exit, 0) << r.err;
+  EXPECT_NE(r.err.find("bad \\xff\\xfe \\x1b[31mred"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  bool quoted = false;
+  for (const auto& t : j["trials"])
+    if (t.contains("failure") && t["failure"].is_string())
+      quoted = quoted || t["failure"].get<std::string>().find("bad \\xff\\xfe \\x1b[31mred") != std::string::npos;
+  EXPECT_TRUE(quoted) << r.out;
+  CliRun show = run_cli(dir, "sessions show 1 --json --db " + db);
+  EXPECT_EQ(show.exit, 0) << show.err;
+  EXPECT_NO_THROW((void)nlohmann::json::parse(show.out));
 }
 
 // A command whose contracts name no control and nothing added: nothing to tune is 3, not a
