@@ -44,6 +44,7 @@ using namespace syspilot::tuner;
 
 struct TuneArgs {
   int budget = 12;
+  bool budget_given = false;  // --budget on the command line (a resumed session keeps its own otherwise)
   std::string space = "hypotheses";
   std::vector<std::string> pin, add, drop;
   std::string strategy = "syspilot";
@@ -672,7 +673,10 @@ int run_tune(TuneArgs a, Interruption* stop) {
     a.strategy = s->strategy;
     strategies = {a.strategy};  // the session's own, not --strategy's default
     a.seed = s->seed;
-    a.budget = std::max(a.budget, s->budget);
+    // The session's own budget, unless --budget raises it (then stored, so that a later
+    // resume and `sessions list` count against the raised one).
+    a.budget = a.budget_given ? std::max(a.budget, s->budget) : s->budget;
+    if (a.budget != s->budget) sessions->set_budget(id, a.budget);
     auto o = nlohmann::json::parse(s->options_json, nullptr, false);
     if (o.is_object()) {
       a.timeout = o.value("timeout", a.timeout);
@@ -1196,7 +1200,8 @@ CommandRegistration reg(60, [](CLI::App& app, Context& ctx) {
                   "Folder of the jobs' specs, results and output, on a filesystem the nodes share "
                   "(default: beside the store, DB.slurm/session-ID)");
   cmd->add_option("command", a->argv, "The application and its arguments, after --");
-  cmd->callback([a, &ctx] {
+  cmd->callback([a, cmd, &ctx] {
+    a->budget_given = cmd->count("--budget") > 0;
     if (a->maximize && a->metric.empty() && a->score_cmd.empty())
       throw UsageError("--maximize needs --metric REGEX or --score-cmd CMD (wall time is always minimised)");
     if (!a->metric.empty() && !a->score_cmd.empty()) throw UsageError("give --metric or --score-cmd, not both");

@@ -328,6 +328,12 @@ void SessionStore::set_result(std::int64_t id, const std::string& result_json) {
   st.run();
 }
 
+void SessionStore::set_budget(std::int64_t id, int budget) {
+  auto st = db_->prepare("UPDATE tune_sessions SET budget = ? WHERE id = ?");
+  st.bind_all(budget, id);
+  st.run();
+}
+
 void SessionStore::finish(std::int64_t id, const std::string& status) {
   auto st = db_->prepare(
       "UPDATE tune_sessions SET status = ?, finished_at = strftime('%Y-%m-%dT%H:%M:%SZ','now') WHERE id = ?");

@@ -75,6 +75,7 @@ class SessionStore {
   void add_trial(std::int64_t id, const Trial& t);
   void finish(std::int64_t id, const std::string& status);
   void set_result(std::int64_t id, const std::string& result_json);
+  void set_budget(std::int64_t id, int budget);  // a resumed session's budget raised by --budget
   // The cluster jobs of a session, in submission order.
   void add_job(std::int64_t id, const ClusterJob& j);
   void end_job(std::int64_t id, const std::string& job_id, const std::string& node);
