@@ -396,6 +396,47 @@ TEST(TuneInterrupt, SigintMarksTheSessionAndSaysHowToResume) {
   EXPECT_NE(list.out.find("interrupted"), std::string::npos) << list.out;
 }
 
+// A resumed session keeps the budget it was started with (not --budget's default), and
+// --budget raises it for good: the store counts the session against the raised one.
+TEST(TuneInterrupt, ResumeKeepsTheSessionsBudgetUnlessRaised) {
+  TempDir dir;
+  const std::string db = dir.file("t.db");
+  auto interrupted = [&](int budget) {
+    const std::string cmd = "env -u SYSPILOT_DB timeout --preserve-status -s INT 2 " + std::string(SYSPILOT_BINARY) + " tune --db " + db +
+                            " --budget " + std::to_string(budget) +
+                            " --strategy grid --max-repeats 1 --verify 0 --minimise-runs 0 --add K=1,2,3,4,5,6,7,8 -- " +
+                            "/bin/sh -c " + q("sleep 0.4") + " >/dev/null 2>&1";
+    int st = std::system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(st));
+    EXPECT_EQ(WEXITSTATUS(st), 130);
+  };
+  auto runs_of = [&](std::int64_t id) {
+    tuner::SessionStore st(db);
+    int runs = 0;
+    for (const auto& t : st.trials(id)) runs += t.m.repeats;
+    return runs;
+  };
+
+  interrupted(6);
+  CliRun kept = run_cli(dir, "tune --resume 1 --verify 0 --minimise-runs 0 --db " + db);
+  EXPECT_EQ(kept.exit, 0) << kept.err;
+  {
+    tuner::SessionStore st(db);
+    ASSERT_TRUE(st.get(1));
+    EXPECT_EQ(st.get(1)->budget, 6);
+  }
+  EXPECT_LE(runs_of(1), 6);
+
+  interrupted(6);
+  CliRun raised = run_cli(dir, "tune --resume 2 --budget 9 --verify 0 --minimise-runs 0 --db " + db);
+  EXPECT_EQ(raised.exit, 0) << raised.err;
+  tuner::SessionStore st(db);
+  ASSERT_TRUE(st.get(2));
+  EXPECT_EQ(st.get(2)->budget, 9);
+  EXPECT_GT(runs_of(2), 6);
+  EXPECT_LE(runs_of(2), 9);
+}
+
 TEST(TuneInterrupt, UnknownResumeSaysHowToListSessions) {
   TempDir dir;
   const std::string db = dir.file("t.db");
