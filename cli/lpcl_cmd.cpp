@@ -11,6 +11,7 @@
 
 #include "cli/command.h"
 #include "lpcl/lpcl.h"
+#include "lpcl/syntax.h"
 
 namespace syspilot::cli {
 namespace {
@@ -22,17 +23,20 @@ bool input_problem(const Diagnostics& d) {
   return false;
 }
 
+// The whole input, at most 64 MiB (standard input, a FIFO or a device has no size to check first).
 std::string read_all(const std::string& path) {
+  std::string text;
+  bool whole = true;
   if (path == "-") {
-    std::ostringstream ss;
-    ss << std::cin.rdbuf();
-    return ss.str();
+    whole = lpcl::read_bounded(std::cin, lpcl::kMaxFileBytes, text);
+  } else {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw UsageError("cannot read '" + path + "'");
+    whole = lpcl::read_bounded(in, lpcl::kMaxFileBytes, text);
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError("cannot read '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  if (!whole)
+    throw UsageError("'" + (path == "-" ? std::string("<stdin>") : path) + "' is larger than 64 MiB; LPCL files are limited to 64 MiB");
+  return text;
 }
 
 // Parses FILE; on a syntax or input error prints the diagnostics and throws exit 2.

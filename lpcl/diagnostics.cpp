@@ -54,15 +54,20 @@ void Diagnostics::add(Diagnostic d) { items_.push_back(std::move(d)); }
 void Diagnostics::append(const Diagnostics& o) { items_.insert(items_.end(), o.items_.begin(), o.items_.end()); }
 
 bool Diagnostics::has_errors() const { return error_count() > 0; }
+void Diagnostics::tally() const {
+  if (counted_ > items_.size()) counted_ = errors_ = warnings_ = 0;
+  for (; counted_ < items_.size(); ++counted_) {
+    errors_ += items_[counted_].severity == Severity::Error;
+    warnings_ += items_[counted_].severity == Severity::Warning;
+  }
+}
 size_t Diagnostics::error_count() const {
-  size_t n = 0;
-  for (auto& d : items_) n += d.severity == Severity::Error;
-  return n;
+  tally();
+  return errors_;
 }
 size_t Diagnostics::warning_count() const {
-  size_t n = 0;
-  for (auto& d : items_) n += d.severity == Severity::Warning;
-  return n;
+  tally();
+  return warnings_;
 }
 void Diagnostics::print(std::ostream& os) const {
   for (auto& d : items_) os << d.str() << '\n';

@@ -3,6 +3,7 @@
 #include <functional>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
+#include <istream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -90,5 +91,9 @@ nlohmann::json to_json(const ContractDiff& d);
 
 // Convenience: read a file (with size limits and encoding checks) and parse it.
 Document parse_file(const std::string& path, Diagnostics& diags);
+
+// Reads `in` to its end into `out`, but never more than `limit` bytes: false (and `out` cut)
+// when there is more. Standard input, a FIFO or a device has no size to check beforehand.
+bool read_bounded(std::istream& in, size_t limit, std::string& out);
 
 }  // namespace syspilot::lpcl

@@ -4,11 +4,13 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <vector>
 
 #include "lpcl/lexer.h"
 #include "lpcl/lpcl.h"
@@ -794,16 +796,27 @@ std::optional<Expr> parse_expression(std::string_view text, const std::string& f
   return p.run_expression();
 }
 
+bool read_bounded(std::istream& in, size_t limit, std::string& out) {
+  out.clear();
+  std::vector<char> buf(64 * 1024);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(std::min(buf.size(), limit + 1 - out.size())));
+    out.append(buf.data(), static_cast<size_t>(in.gcount()));
+    if (out.size() > limit) {
+      out.resize(limit);
+      return false;
+    }
+  }
+  return true;
+}
+
 Document parse_file(const std::string& path, Diagnostics& diags) {
   std::string name = path == "-" ? "<stdin>" : path;
   std::string text;
   if (path == "-") {
-    std::ostringstream ss;
-    ss << std::cin.rdbuf();
-    text = ss.str();
-    if (text.size() > kMaxFileBytes) {
-      diags.error({name, 0, 0}, "input is " + std::to_string(text.size()) + " bytes; LPCL files are limited to 64 MiB",
-                  "file-too-large", "split it into one file per contract");
+    if (!read_bounded(std::cin, kMaxFileBytes, text)) {
+      diags.error({name, 0, 0}, "input is larger than 64 MiB; LPCL files are limited to 64 MiB", "file-too-large",
+                  "split it into one file per contract");
       return {};
     }
   } else {
@@ -826,10 +839,8 @@ Document parse_file(const std::string& path, Diagnostics& diags) {
       diags.error({name, 0, 0}, "cannot read '" + path + "': " + std::strerror(errno), "io-error", "check the path and its permissions");
       return {};
     }
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
-    if (text.size() > kMaxFileBytes) {
+    // A FIFO or a device has no size to check beforehand: the read stops at the limit.
+    if (!read_bounded(in, kMaxFileBytes, text)) {
       diags.error({name, 0, 0}, "file is larger than 64 MiB", "file-too-large", "split it into one file per contract");
       return {};
     }
