@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <random>
+#include <sstream>
 
 #include "lpcl_test_support.h"
 
@@ -64,6 +65,43 @@ TEST(Hostile, FilesOver64MiBAreRefusedWithoutReading) {
                                        "  hint: split it into one file per contract");
   EXPECT_TRUE(doc.contracts.empty());
   fs::remove_all(dir);
+}
+
+// A device, a FIFO or standard input has no size to check first: reading stops at the limit
+// (it grew to gigabytes before the check) and the input is refused as too large.
+TEST(Hostile, EndlessInputsStopAtTheLimit) {
+  Diagnostics d;
+  Document doc = parse_file("/dev/zero", d);
+  ASSERT_EQ(d.size(), 1u) << d.str();
+  EXPECT_EQ(d.items()[0].code, "file-too-large");
+  EXPECT_TRUE(doc.contracts.empty());
+
+  std::istringstream exact(std::string(1000, 'x')), over(std::string(1001, 'x'));
+  std::string out;
+  EXPECT_TRUE(read_bounded(exact, 1000, out));
+  EXPECT_EQ(out.size(), 1000u);
+  EXPECT_FALSE(read_bounded(over, 1000, out));
+  EXPECT_EQ(out.size(), 1000u);
+}
+
+// A file that repeats one contract 20000 times: every copy after the first is a duplicate, and
+// the counts of errors stay right while they arrive and after an edit of their severities.
+TEST(Hostile, RepeatedContractsAreEachReportedOnce) {
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += "contract c \"1\" {\n}\n";
+  auto r = run(text);
+  EXPECT_EQ(r.doc.contracts.size(), 20000u);
+  Diagnostics d;
+  EXPECT_FALSE(check(r.doc, d));
+  EXPECT_EQ(d.error_count(), 19999u);
+  for (auto& x : d.items()) x.severity = Severity::Warning;
+  EXPECT_EQ(d.error_count(), 0u);
+  EXPECT_EQ(d.warning_count(), 19999u);
+  d.error({"f", 1, 1}, "one more");
+  EXPECT_EQ(d.error_count(), 1u);
+  d.clear();
+  EXPECT_EQ(d.error_count(), 0u);
+  EXPECT_EQ(d.warning_count(), 0u);
 }
 
 TEST(Hostile, MissingFileAndDirectoryAreReadErrors) {
