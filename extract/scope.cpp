@@ -262,6 +262,22 @@ void BuildMap::record(const std::string& path, const std::string& scope, bool by
   }
 }
 
+void BuildMap::target_built(const std::string& key, std::vector<std::string> paths) {
+  if (target_paths_.size() >= kMaxVariables * 4) return;
+  if (linked_.count(key))
+    for (auto& p : paths) record(p, "library", false);
+  auto& known = target_paths_[key];
+  for (auto& p : paths)
+    if (known.size() < kMaxArgs) known.push_back(std::move(p));
+}
+
+void BuildMap::linked_into_library(const std::string& key) {
+  if (linked_.size() >= kMaxVariables * 4 || !linked_.insert(key).second) return;
+  auto it = target_paths_.find(key);
+  if (it != target_paths_.end())
+    for (auto& p : it->second) record(p, "library", false);
+}
+
 void BuildMap::add(const std::string& rel, std::string_view text) {
   std::string dir = fs::path(rel).parent_path().generic_string();
   std::string name = lower(fs::path(rel).filename().string());
@@ -279,12 +295,25 @@ void BuildMap::add(const std::string& rel, std::string_view text) {
       record(path, scope, false, convenience);
     }
   };
+  // The scope a target's sources get when nothing but its kind and name speak (classify's).
+  auto library_target = [](const std::string& target, bool library, bool tested) {
+    return library && !tested && by_target_name(target).empty();
+  };
+  auto source_paths = [&](const std::vector<std::string>& sources) {
+    std::vector<std::string> out;
+    for (auto& src : sources) {
+      std::string path = resolve(dir, src);
+      if (!path.empty() && is_source(path)) out.push_back(path);
+    }
+    return out;
+  };
 
   if (name == "cmakelists.txt" || ends_with(name, ".cmake")) {
     Vars vars;
     std::unordered_map<std::string, Target> targets;
     std::set<std::string> tested;
     std::vector<std::string> order;
+    std::vector<std::vector<std::string>> links;  // target_link_libraries' arguments
     for (auto& cmd : cmake_commands(text)) {
       if (cmd.args.empty()) continue;
       if (cmd.name == "set" || (cmd.name == "list" && cmd.args.size() > 1 && cmd.args[0] == "APPEND")) {
@@ -305,6 +334,8 @@ void BuildMap::add(const std::string& rel, std::string_view text) {
         if (cmd.name == "add_library") target.library = true;
         for (auto& w : expand_all({cmd.args.begin() + 1, cmd.args.end()}, vars))
           if (!keywords.count(w) && target.sources.size() < kMaxArgs) target.sources.push_back(w);
+      } else if (cmd.name == "target_link_libraries" && cmd.args.size() > 1) {
+        if (links.size() < kMaxArgs) links.push_back(cmd.args);
       } else if (cmd.name == "add_test") {
         // add_test(NAME n COMMAND exe ...) or add_test(n exe ...)
         auto c = std::find(cmd.args.begin(), cmd.args.end(), "COMMAND");
@@ -315,7 +346,18 @@ void BuildMap::add(const std::string& rel, std::string_view text) {
         tested.insert(cmd.args[0]);
       }
     }
-    for (auto& t : order) classify(t, targets[t].library, tested.count(t) > 0, targets[t].sources);
+    for (auto& t : order) {
+      classify(t, targets[t].library, tested.count(t) > 0, targets[t].sources);
+      target_built("cmake:" + t, source_paths(targets[t].sources));
+    }
+    // target_link_libraries(LIB [PRIVATE|PUBLIC|INTERFACE] DEP...): a library of this file
+    // that the build's rules call the library's links its dependencies in
+    for (auto& args : links) {
+      auto t = targets.find(args[0]);
+      if (t == targets.end() || !library_target(args[0], t->second.library, tested.count(args[0]) > 0)) continue;
+      for (auto& dep : expand_all({args.begin() + 1, args.end()}, vars))
+        if (dep != "PRIVATE" && dep != "PUBLIC" && dep != "INTERFACE" && dep != args[0]) linked_into_library("cmake:" + dep);
+    }
     return;
   }
 
@@ -347,7 +389,7 @@ void BuildMap::add(const std::string& rel, std::string_view text) {
     Vars vars;
     std::unordered_map<std::string, Target> targets;  // by the variable holding the target
     std::set<std::string> tested;
-    struct Made { std::string name, var; bool library; std::vector<std::string> sources; };
+    struct Made { std::string name, var; bool library; std::vector<std::string> sources, links; };
     std::vector<Made> made;
     // the words of a bracketed or parenthesised group starting at toks[i] (the opener)
     auto group = [&](size_t i, size_t& end, bool stop_at_keyword) {
@@ -377,6 +419,29 @@ void BuildMap::add(const std::string& rel, std::string_view text) {
     };
     static const std::set<std::string> lib_calls = {"library", "shared_library", "static_library", "both_libraries",
                                                     "shared_module"};
+    // The targets a call's `link_with:` / `link_whole:` name (variables holding them), between
+    // its opener toks[i] and its closer toks[end].
+    auto linked = [&](size_t i, size_t end) {
+      std::vector<std::string> out;
+      int depth = 0;
+      for (size_t k = i; k < end && k < toks.size(); ++k) {
+        auto& t = toks[k];
+        if (t.kind == 'p' && (t.text == "(" || t.text == "[")) ++depth;
+        else if (t.kind == 'p' && (t.text == ")" || t.text == "]")) --depth;
+        if (depth != 1 || t.kind != 'i' || (t.text != "link_with" && t.text != "link_whole") || k + 2 >= end ||
+            toks[k + 1].text != ":")
+          continue;
+        size_t j = k + 2;
+        if (toks[j].kind == 'i') {
+          out.push_back(toks[j].text);
+          continue;
+        }
+        if (toks[j].text != "[") continue;
+        for (++j; j < end && toks[j].text != "]" && out.size() < kMaxArgs; ++j)
+          if (toks[j].kind == 'i') out.push_back(toks[j].text);
+      }
+      return out;
+    };
     for (size_t i = 0; i < toks.size(); ++i) {
       if (toks[i].kind != 'i') continue;
       // var = files(...) / [...] / var += [...]
@@ -390,7 +455,8 @@ void BuildMap::add(const std::string& rel, std::string_view text) {
           size_t end = v + 1;
           auto words = group(v + 1, end, true);
           if (!words.empty())
-            made.push_back({words[0], var, lib_calls.count(toks[v].text) > 0, {words.begin() + 1, words.end()}});
+            made.push_back({words[0], var, lib_calls.count(toks[v].text) > 0, {words.begin() + 1, words.end()},
+                            linked(v + 1, end)});
           i = end;
         } else if (toks[v].text == "[" || (toks[v].text == "files" && v + 1 < toks.size() && toks[v + 1].text == "(")) {
           size_t end = v;
@@ -404,7 +470,9 @@ void BuildMap::add(const std::string& rel, std::string_view text) {
         if (lib_calls.count(toks[i].text) || toks[i].text == "executable") {
           size_t end = i + 1;
           auto words = group(i + 1, end, true);
-          if (!words.empty()) made.push_back({words[0], "", lib_calls.count(toks[i].text) > 0, {words.begin() + 1, words.end()}});
+          if (!words.empty())
+            made.push_back({words[0], "", lib_calls.count(toks[i].text) > 0, {words.begin() + 1, words.end()},
+                            linked(i + 1, end)});
           i = end;
         } else if (toks[i].text == "test" || toks[i].text == "benchmark") {
           // test('name', exe): the executable held by `exe` is a test
@@ -414,7 +482,13 @@ void BuildMap::add(const std::string& rel, std::string_view text) {
         }
       }
     }
-    for (auto& m : made) classify(m.name, m.library, !m.var.empty() && tested.count(m.var) > 0, m.sources);
+    for (auto& m : made) {
+      bool test = !m.var.empty() && tested.count(m.var) > 0;
+      classify(m.name, m.library, test, m.sources);
+      if (!m.var.empty()) target_built("meson:" + m.var, source_paths(m.sources));
+      if (library_target(m.name, m.library, test))
+        for (auto& l : m.links) linked_into_library("meson:" + l);
+    }
     return;
   }
 

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 namespace syspilot::extract::scope {
 
@@ -27,6 +28,15 @@ class BuildMap {
   size_t size() const { return by_file_.size() + by_stem_.size(); }
 
  private:
+  // Code linked into a library ships in it, whatever its target's name or folder says (meson's
+  // `static_library('check', ...)` linked by an installed library through `link_with`; CMake's
+  // target_link_libraries of a library): `key` names a target across build files ("meson:VAR",
+  // "cmake:NAME"). Either may be seen first, so both are kept and applied when they meet.
+  void target_built(const std::string& key, std::vector<std::string> paths);
+  void linked_into_library(const std::string& key);
+  std::unordered_map<std::string, std::vector<std::string>> target_paths_;  // key -> its sources
+  std::unordered_set<std::string> linked_;                                 // keys linked into a library
+
   // `convenience`: built into a library that is not installed (Automake's noinst_): a program
   // or a folder that says otherwise wins over it.
   void record(const std::string& path, const std::string& scope, bool by_stem, bool convenience = false);
