@@ -437,6 +437,54 @@ TEST(ExtractPatterns, TargetNamesSpeakByWholeWords) {
   EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f));
 }
 
+// Code linked into a library ships in it: a target whose name says test (meson's
+// static_library('check'), CMake's checkutil) is the library's once a library links it, in
+// another build file, before or after the target is made; linked only into a test program or
+// into a library whose name says test, it stays a test's.
+TEST(ExtractPatterns, CodeLinkedIntoALibraryIsTheLibrarys) {
+  TempTree t;
+  // meson: the link is read (top folder) before the target is (libcheck/) and after (later/)
+  t.write("meson.build",
+          "project('m', 'c')\n"
+          "subdir('libcheck')\n"
+          "subdir('later')\n"
+          "gst_check = library('gstcheck-@0@'.format(v), 'gstcheck.c', link_with : [libcheck], install : true)\n"
+          "only_tests = static_library('check2', 'libcheck2/c2.c')\n"
+          "runner = executable('runner', 'runner.c', link_with : only_tests)\n"
+          "test('t', runner)\n"
+          "helpers = static_library('test-helpers', 'helpers/h.c', link_whole : libcheck3)\n");
+  t.write("libcheck/meson.build", "libcheck = static_library('check', 'check.c', 'check_run.c')\n");
+  t.write("later/meson.build", "libcheck3 = static_library('check3', 'c3.c')\n");
+  t.write("gstcheck.c", "#include <stdlib.h>\nint g(void) { return getenv(\"GST_CHECKS\") != 0; }\n");
+  t.write("libcheck/check.c", "#include <stdlib.h>\nint c(void) { return getenv(\"CK_FORK\") != 0; }\n");
+  t.write("libcheck/check_run.c", "#include <stdlib.h>\nint r(void) { return getenv(\"CK_VERBOSITY\") != 0; }\n");
+  t.write("libcheck2/c2.c", "#include <stdlib.h>\nint c2(void) { return getenv(\"CK2_ONLY_TESTS\") != 0; }\n");
+  t.write("runner.c", "#include <stdlib.h>\nint main(void) { return getenv(\"RUNNER_SEED\") != 0; }\n");
+  t.write("helpers/h.c", "#include <stdlib.h>\nint h(void) { return getenv(\"HELPER_X\") != 0; }\n");
+  t.write("later/c3.c", "#include <stdlib.h>\nint c3(void) { return getenv(\"CK3_IN_TEST_HELPERS\") != 0; }\n");
+  // CMake: target_link_libraries of a library, and of a program
+  t.write("cm/CMakeLists.txt",
+          "add_library(check_util STATIC util/check_util.c)\n"
+          "add_library(test_support STATIC util/support.c)\n"
+          "add_library(engine SHARED engine.c)\n"
+          "target_link_libraries(engine PRIVATE check_util)\n"
+          "add_executable(engine_tests engine_tests.c)\n"
+          "target_link_libraries(engine_tests test_support engine)\n");
+  t.write("cm/util/check_util.c", "#include <stdlib.h>\nint u(void) { return getenv(\"ENGINE_CHECKS\") != 0; }\n");
+  t.write("cm/util/support.c", "#include <stdlib.h>\nint s(void) { return getenv(\"SUPPORT_SEED\") != 0; }\n");
+  t.write("cm/engine.c", "#include <stdlib.h>\nint e(void) { return getenv(\"ENGINE_THREADS\") != 0; }\n");
+  t.write("cm/engine_tests.c", "#include <stdlib.h>\nint main(void) { return getenv(\"ENGINE_TEST_N\") != 0; }\n");
+  std::set<std::string> want = {
+      "GST_CHECKS gstcheck.c:2 library",          "CK_FORK libcheck/check.c:2 library",
+      "CK_VERBOSITY libcheck/check_run.c:2 library", "CK2_ONLY_TESTS libcheck2/c2.c:2 test",
+      "RUNNER_SEED runner.c:2 test",               "HELPER_X helpers/h.c:2 test",
+      "CK3_IN_TEST_HELPERS later/c3.c:2 test",     "ENGINE_CHECKS cm/util/check_util.c:2 library",
+      "SUPPORT_SEED cm/util/support.c:2 test",     "ENGINE_THREADS cm/engine.c:2 library",
+      "ENGINE_TEST_N cm/engine_tests.c:2 test"};
+  Facts f = run(t);
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
+}
+
 // 3c. Settings tables found by name in a copy of the environment (LLVM OpenMP's shape): the
 // environment is parsed into records (`vars[i].name`), and each variable's row is looked up
 // with strcmp against the table's name field. Every row is a read, cited at the row; rows
