@@ -18,7 +18,7 @@ namespace {
 
 struct EvalArgs {
   bool measure = false, replay = false, live = false, reanalyse = false, docs = false, check = false;
-  bool as_measured = false;
+  bool as_measured = false, screen = false, plan = false;
   int draw_analyses = 0;
   std::string root;
   std::vector<std::string> scenarios;
@@ -72,6 +72,56 @@ int run_measure(const EvalArgs& a) {
   return failed ? kFindings : kOk;
 }
 
+// The peers' space beyond each table: every env control the scenario's contracts offer,
+// screened by live runs beside the user's default (resumable), into <data>/<name>.screen.json.
+int run_screen(const EvalArgs& a) {
+  std::string dir = a.data.empty() ? eval::data_dir() : a.data;
+  if (const char* o = std::getenv("SYSPILOT_NCPUS"); o && *o)
+    throw UsageError("SYSPILOT_NCPUS=" + std::string(o) + " builds the scenarios for another machine: screen without it");
+  int failed = 0;
+  for (const auto& s : selected(a)) {
+    Diagnostics diags;
+    eval::Table t;
+    if (!eval::load_table(dir + "/" + s.name + ".json", t, diags)) {
+      diags.print(std::cerr);
+      ++failed;
+      continue;
+    }
+    eval::MeasureOptions o;
+    o.max_load = a.max_load;
+    o.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+    size_t planned = 0;
+    auto candidates = eval::screen_candidates(s, diags);
+    for (const auto& c : candidates) planned += c.values.size();
+    if (a.plan) {
+      std::cout << s.name << ": " << candidates.size() << " controls beyond the table, " << planned << " values\n";
+      for (const auto& c : candidates) {
+        std::cout << "  " << c.name << " (" << c.library << "):";
+        for (const auto& v : c.values) std::cout << " " << v.value;
+        std::cout << "\n";
+      }
+      continue;
+    }
+    std::cerr << s.name << ": " << planned << " values of controls beyond the table to screen\n";
+    eval::Screen sc = eval::screen(s, t, dir + "/" + s.name + ".screen.json", o, diags);
+    diags.print(std::cerr);
+    if (diags.has_errors()) {
+      ++failed;
+      continue;
+    }
+    size_t kept = 0, values = 0, inert = 0;
+    for (const auto& c : sc.controls) {
+      size_t n = std::count_if(c.values.begin(), c.values.end(), [](const eval::ScreenedValue& v) { return v.inert; });
+      kept += n > 0;
+      values += c.values.size();
+      inert += n;
+    }
+    std::cout << s.name << ": " << sc.controls.size() << " controls screened, " << kept << " inert at some value; "
+              << inert << " of " << values << " values inert (tolerance " << sc.tolerance * 100 << "%)\n";
+  }
+  return failed ? kFindings : kOk;
+}
+
 // Analysis draws 1..N of each scenario, measured like a table's samples (resumable).
 int run_draws(const EvalArgs& a) {
   int failed = 0;
@@ -113,6 +163,16 @@ int run_compare(const EvalArgs& a) {
   o.live = a.live;
   o.as_measured = a.as_measured;
   o.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  // The peers' space beyond each table, where a screen was taken.
+  std::map<std::string, eval::Screen> screens;
+  for (const auto& s : scenarios) {
+    std::string path = dir + "/" + s.name + ".screen.json";
+    if (!std::filesystem::exists(path)) continue;
+    eval::Screen sc;
+    if (eval::load_screen(path, sc, diags)) screens[s.name] = std::move(sc);
+  }
+  if (diags.has_errors()) throw UsageError(diags.str());
+  o.screens = &screens;
   bool refresh = a.reanalyse;
   // Every stored analysis draw (seed k replays with draw k mod n); --reanalyse draws one afresh.
   auto guidance = [&](const eval::Scenario& s) {
@@ -170,14 +230,18 @@ CommandRegistration reg(70, [](CLI::App& app, Context& ctx) {
   cmd->add_flag("--measure", args->measure, "Measure (or resume measuring) the scenarios' tables into eval/data");
   cmd->add_flag("--replay", args->replay, "Compare tuners by replaying the measured tables (the default)");
   cmd->add_flag("--live", args->live, "Compare tuners with real trials (a spot check; slow)");
+  cmd->add_flag("--screen", args->screen,
+                "Screen the env controls the scenarios' contracts offer beyond their tables (live runs beside the "
+                "default; resumable) into eval/data/NAME.screen.json: the general-purpose tuners' space");
   cmd->add_option("--scenario", args->scenarios, "Only these scenarios (repeatable)");
   cmd->add_option("--budgets", args->budgets, "Budgets in runs")->delimiter(',');
   cmd->add_option("--seeds", args->seeds, "Seeds per tuner")->check(CLI::Range(1, 1000));
   cmd->add_option("--tuner", args->tuners, "Only these tuners (syspilot, random, optuna-tpe, optuna-cmaes, expert)");
   cmd->add_option("--repeats", args->repeats, "With --measure: samples per configuration")->check(CLI::Range(1, 50));
-  cmd->add_option("--max-load", args->max_load, "With --measure: outside load (cores) above which a run is retried")
+  cmd->add_option("--max-load", args->max_load, "With --measure and --screen: outside load (cores) above which a run is retried")
       ->check(finite_number())
       ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--plan", args->plan, "With --screen: print the controls and values it would screen; run nothing");
   cmd->add_option("--report", args->report, "Write the Markdown report (SVG plots beside it)");
   cmd->add_flag("--as-measured", args->as_measured,
                 "Replay a table measured on another CPU count with the scenario built for that count");
@@ -194,12 +258,14 @@ CommandRegistration reg(70, [](CLI::App& app, Context& ctx) {
   cmd->add_option("--root", args->root, "With --docs: the checkout whose documents are written (default this one)");
   cmd->callback([args, &ctx] {
     bool draws = args->draw_analyses > 0;
-    if (args->measure + args->replay + args->live + args->docs + draws > 1)
-      throw UsageError("choose one of --measure, --replay, --live, --docs and --draw-analyses");
+    if (args->measure + args->replay + args->live + args->docs + args->screen + draws > 1)
+      throw UsageError("choose one of --measure, --replay, --live, --docs, --screen and --draw-analyses");
     if ((args->check || !args->root.empty()) && !args->docs) throw UsageError("--check and --root go with --docs");
+    if (args->plan && !args->screen) throw UsageError("--plan goes with --screen");
     if (args->as_measured && (args->measure || args->live || args->docs))
       throw UsageError("--as-measured goes with --replay");
-    ctx.exit_code = args->measure ? run_measure(*args)
+    ctx.exit_code = args->measure  ? run_measure(*args)
+                    : args->screen ? run_screen(*args)
                     : args->docs  ? run_docs(*args)
                     : draws       ? run_draws(*args)
                                   : run_compare(*args);

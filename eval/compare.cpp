@@ -9,6 +9,7 @@
 #include <limits>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "eval/eval.h"
@@ -26,13 +27,20 @@ namespace {
 
 // One session: the strategy's trials folded into best-so-far per run, scored against the
 // table's medians (the truth), not the noisy value the tuner saw.
+// The general-purpose tuners search the peers' space (`screen`: the table's controls and the
+// screened inert ones, answered by projection); syspilot the table's, the expert its subspace.
+bool peer(const std::string& tuner_name) { return tuner_name != "syspilot" && tuner_name != "expert"; }
+
 Session run_session(const Scenario& s, const Table* table, const std::string& tuner_name, std::uint64_t seed,
-                    int max_runs, bool live, const Guidance* guidance) {
+                    int max_runs, bool live, const Guidance* guidance, const Screen* screen) {
   Session out;
   out.tuner = tuner_name;
   out.seed = seed;
   out.best_by_run.assign(max_runs, 0.0);
-  tuner::Space space = tuner_name == "expert" ? expert_space(s) : search_space(s);
+  std::vector<std::string> projected;
+  tuner::Space space = tuner_name == "expert" ? expert_space(s)
+                       : peer(tuner_name)     ? peer_space(s, live ? nullptr : screen, &projected)
+                                              : search_space(s);
   tuner::StrategyContext ctx;
   ctx.seed = seed;
   ctx.machine = tuner::MachineFacts::detect();
@@ -56,7 +64,7 @@ Session run_session(const Scenario& s, const Table* table, const std::string& tu
   if (live) {
     objective = std::make_unique<LiveObjective>(s);
   } else {
-    auto r = std::make_unique<ReplayObjective>(s, *table, stream);
+    auto r = std::make_unique<ReplayObjective>(s, *table, stream, projected);
     replay = r.get();
     objective = std::move(r);
   }
@@ -147,7 +155,7 @@ Session run_session(const Scenario& s, const Table* table, const std::string& tu
     for (size_t i = 0; i < so_far.size(); ++i)
       if (so_far[i].m.ok && (!inc || so_far[i].m.value < inc->m.value) && !tuner::superseded(so_far, i)) inc = &so_far[i];
     if (inc) {
-      out.best = normalise(s, inc->config);
+      out.best = normalise(s, project(inc->config, projected));
       const Entry* e = table ? table->find(out.best) : nullptr;
       double truth_s = e && !e->samples.empty() ? e->median() : inc->m.value;
       truth = exhaustive > 0 ? truth_s / exhaustive : 0;
@@ -243,6 +251,40 @@ Comparison compare_draws(const std::vector<Scenario>& scenarios, const std::map<
     }
     if (draws.empty()) draws.emplace_back();
     r.guides_note = draws.front().note;
+    const Screen* screen = nullptr;
+    if (o.screens)
+      if (auto sc = o.screens->find(s.name); sc != o.screens->end()) screen = &sc->second;
+    {
+      std::vector<std::string> projected;
+      tuner::Space peers = peer_space(s, screen, &projected);
+      r.peer_controls = peers.params.size();
+      r.peer_configurations = peers.size();
+      std::ostringstream note;
+      if (!screen) {
+        note << "not screened: the general-purpose tuners search the table's " << s.space.size() << " controls";
+      } else {
+        std::vector<std::string> partly, out;
+        for (const auto& sc : screen->controls) {
+          if (std::find_if(s.space.begin(), s.space.end(), [&](const ControlSpec& x) { return x.name == sc.name; }) !=
+              s.space.end())
+            continue;
+          size_t inert_values = std::count_if(sc.values.begin(), sc.values.end(), [](const ScreenedValue& v) { return v.inert; });
+          if (inert_values == 0) out.push_back(sc.name);
+          else if (inert_values < sc.values.size())
+            partly.push_back(sc.name + " (" + std::to_string(inert_values) + " of " + std::to_string(sc.values.size()) + ")");
+        }
+        auto join = [](const std::vector<std::string>& v) {
+          std::string t;
+          for (const auto& x : v) t += (t.empty() ? "" : ", ") + x;
+          return t;
+        };
+        note << "the general-purpose tuners search " << peers.params.size() << " controls: the table's "
+             << s.space.size() << " and " << projected.size() << " screened inert, answered by projection";
+        if (!partly.empty()) note << "; inert at some values only: " << join(partly);
+        if (!out.empty()) note << "; not inert at any value, left out (the table would have to vary them): " << join(out);
+      }
+      r.peer_note = note.str();
+    }
     // Replayed sessions are independent and deterministic per (tuner, seed): they run on every
     // core (the Optuna bridges are processes of their own), in the order they are reported.
     // Live sessions run one at a time: two at once would contend with each other.
@@ -256,7 +298,7 @@ Comparison compare_draws(const std::vector<Scenario>& scenarios, const std::map<
       {
         size_t draw = static_cast<size_t>(jobs[k].second - 1) % draws.size();
         r.sessions[k] = run_session(s, &t, jobs[k].first, static_cast<std::uint64_t>(jobs[k].second), max_runs, o.live,
-                                    &draws[draw]);
+                                    &draws[draw], screen);
         r.sessions[k].draw = static_cast<int>(draw);
       }
     };

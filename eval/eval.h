@@ -159,6 +159,12 @@ bool load_table(const std::string& path, Table& t, Diagnostics& diags);
 // Writes atomically (temporary file + rename) so that an interrupted measurement loses nothing.
 void save_table(const std::string& path, const Table& t);
 
+// Writes `text` to `path` through a temporary file and a rename: a reader sees the old file or
+// the new one, never a part.
+void write_atomically(const std::string& path, const std::string& text);
+// The current time, UTC, as the tables record it (2026-12-06T08:16:00Z).
+std::string utc_now();
+
 // The machine description stored with every table.
 std::map<std::string, std::string> describe_machine();
 // sha256 over the contract files (sorted by name; name and content); files listed in `files`.
@@ -181,6 +187,8 @@ struct Run {
   double outside_load = 0;  // cores busy with other work meanwhile
 };
 Run run_once(const Scenario& s, const Config& c);
+// The same under an environment given whole (a control beyond the space: screening).
+Run run_environment(const Scenario& s, const Environment& env);
 
 // Measures (or resumes measuring) the scenario's whole space into `path`: interleaved rounds,
 // each configuration once per round in a shuffled order, the table saved after every round.
@@ -192,7 +200,8 @@ Table measure(const Scenario& s, const std::string& path, const MeasureOptions& 
 // timeout longer than it) is capped and charged the cap, as a live run stopped there.
 class ReplayObjective : public tuner::Objective {
  public:
-  ReplayObjective(const Scenario& s, const Table& t, std::uint64_t seed);
+  // `projected`: controls answered by projection (screened inert): dropped before the lookup.
+  ReplayObjective(const Scenario& s, const Table& t, std::uint64_t seed, std::vector<std::string> projected = {});
   tuner::Measurement evaluate(const Config& c) override;
   tuner::Measurement evaluate_within(const Config& c, double limit_s) override;
   double simulated_seconds() const { return simulated_s_; }
@@ -201,6 +210,7 @@ class ReplayObjective : public tuner::Objective {
   const Scenario& scenario_;
   const Table& table_;
   std::mt19937_64 rng_;
+  std::vector<std::string> projected_;
   double simulated_s_ = 0;
 };
 
@@ -213,6 +223,56 @@ class LiveObjective : public tuner::Objective {
  private:
   const Scenario& scenario_;
 };
+
+// ---- the peers' space: screened controls ----------------------------------------------------
+
+// The general-purpose tuners search what a user without contracts would give them: every
+// env control of the contracts the scenario composes, at the domains the space builder gives
+// them on the scenario's machine. A control the table does not vary is screened: each of its
+// values runs once beside runs of the user's default, and a value whose run lies within the
+// default's runs widened by the table's noise is inert. Replay answers an inert value by
+// projection (the table's configuration without it); a value that is not inert cannot be
+// answered, so the peers' domain leaves it out and the report says so.
+struct ScreenedValue {
+  std::string value;
+  std::vector<double> samples;  // wall seconds
+  std::string failure;          // "" when it ran
+  bool inert = false;
+};
+struct ScreenedControl {
+  std::string name, library;
+  std::vector<ScreenedValue> values;
+};
+struct Screen {
+  std::string scenario;
+  std::map<std::string, std::string> machine;
+  std::string measured_at;
+  std::vector<std::string> args;        // the program's arguments when screened
+  std::vector<double> default_samples;  // the interleaved runs of the user's default
+  double tolerance = 0;                 // relative widening of the default's range
+  std::vector<ScreenedControl> controls;
+  const ScreenedControl* find(const std::string& name) const;
+};
+
+// The controls beyond the table that the scenario's contracts offer (env controls, values
+// discretised for the scenario's machine), in contract order, none of them screened yet.
+// Contracts are the corpus' of the scenario's libraries and of its table's controls'.
+std::vector<ScreenedControl> screen_candidates(const Scenario& s, Diagnostics& diags);
+// <data>/<name>.screen.json; false (and why in diags) when missing or malformed.
+bool load_screen(const std::string& path, Screen& out, Diagnostics& diags);
+void save_screen(const std::string& path, const Screen& sc);
+// Screens the candidates not screened yet in `path` (resumable, saved after each control),
+// under the same outside-load guard as a table's runs. `t` is the scenario's table (its
+// default's samples and its noise set the band).
+Screen screen(const Scenario& s, const Table& t, const std::string& path, const MeasureOptions& o, Diagnostics& diags);
+// The verdict on one screened value: within [min(default) x (1 - tol), max(default) x (1 + tol)].
+bool inert(const std::vector<double>& samples, const std::vector<double>& default_samples, double tolerance);
+
+// The peers' space: the table's controls at the table's values, then each screened control
+// with its inert values. `projected` receives the screened controls kept (replay drops them).
+tuner::Space peer_space(const Scenario& s, const Screen* sc, std::vector<std::string>* projected = nullptr);
+// `c` without the projected controls.
+Config project(const Config& c, const std::vector<std::string>& projected);
 
 // ---- tuners side by side -------------------------------------------------------------------
 
@@ -227,6 +287,9 @@ struct CompareOptions {
   // Replay a table measured on another CPU count with the scenario built for that count
   // (its space as measured); otherwise such a table is refused.
   bool as_measured = false;
+  // Per scenario, its screen (the peers' space beyond the table); a scenario without one gives
+  // the peers the table's space.
+  const std::map<std::string, Screen>* screens = nullptr;
   std::function<void(const std::string&)> progress;
 };
 
@@ -264,6 +327,11 @@ struct ScenarioResult {
   int draws = 0;                    // analysis draws the syspilot sessions replayed with
   // Per hypothesis id: in how many draws it was derived, and confirmed.
   std::map<std::string, std::pair<int, int>> confirmations;
+  // What the general-purpose tuners searched: controls and configurations of the peers'
+  // space, and how it was built (screened controls kept and left out, or not screened).
+  std::size_t peer_controls = 0;
+  std::uint64_t peer_configurations = 0;
+  std::string peer_note;
   std::vector<Session> sessions;
 };
 

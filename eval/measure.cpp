@@ -14,17 +14,16 @@
 
 namespace syspilot::eval {
 
-namespace {
 std::string utc_now() {
   std::time_t t = std::time(nullptr);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
   return buf;
 }
-}  // namespace
 
-Run run_once(const Scenario& s, const Config& c) {
-  Environment env = environment(s, c);
+Run run_once(const Scenario& s, const Config& c) { return run_environment(s, environment(s, c)); }
+
+Run run_environment(const Scenario& s, const Environment& env) {
   tuner::RunSpec spec;
   spec.argv = command_line(s);
   spec.env_set = env.set;
@@ -126,15 +125,15 @@ Table measure(const Scenario& s, const std::string& path, const MeasureOptions& 
   return t;
 }
 
-ReplayObjective::ReplayObjective(const Scenario& s, const Table& t, std::uint64_t seed)
-    : scenario_(s), table_(t), rng_(seed) {}
+ReplayObjective::ReplayObjective(const Scenario& s, const Table& t, std::uint64_t seed, std::vector<std::string> projected)
+    : scenario_(s), table_(t), rng_(seed), projected_(std::move(projected)) {}
 
 tuner::Measurement ReplayObjective::evaluate(const Config& c) { return evaluate_within(c, 0); }
 
 tuner::Measurement ReplayObjective::evaluate_within(const Config& c, double limit_s) {
   tuner::Measurement m;
   m.repeats = 1;
-  const Entry* e = table_.find(normalise(scenario_, c));
+  const Entry* e = table_.find(normalise(scenario_, project(c, projected_)));
   if (!e) {
     m.failure = "not in the measured table (" + tuner::to_string(c) + ")";
     return m;

@@ -400,6 +400,9 @@ std::string write_report(const Comparison& c, const std::string& path) {
        << " configurations measured, noise +-" << fixed(r.noise * 100, 0) << "%.\n";
     if (r.negative_control) md << "This is a negative control: little or nothing should be gained.\n";
     if (!r.guides_note.empty()) md << "\nAnalysis for syspilot: " << r.guides_note << "\n";
+    if (!r.peer_note.empty())
+      md << "\nSpace of the general-purpose tuners (" << r.peer_configurations << " configurations): " << r.peer_note
+         << ".\n";
     md << "\n| tuner |";
     for (int b : c.budgets) md << " best @" << b << " |";
     md << " runs to 5% | failed trials / session | runs @" << max_runs

@@ -128,15 +128,17 @@ bool load_table(const std::string& path, Table& t, Diagnostics& diags) {
   }
 }
 
-void save_table(const std::string& path, const Table& t) {
+void write_atomically(const std::string& path, const std::string& text) {
   std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << to_json(t).dump(1) << "\n";
+    out << text;
     if (!out) throw std::runtime_error("cannot write " + tmp);
   }
   fs::rename(tmp, path);
 }
+
+void save_table(const std::string& path, const Table& t) { write_atomically(path, to_json(t).dump(1) + "\n"); }
 
 std::map<std::string, std::string> describe_machine() {
   std::map<std::string, std::string> m;
