@@ -990,3 +990,188 @@ TEST(Guidance, DrawsAreReplayedInTurnAndTheirConfirmationsReported) {
       << md;
   fs::remove_all(dir);
 }
+
+// ---- the peers' space: screened controls -----------------------------------------------------
+
+// A value is inert when every run of it lies within the default's runs widened by the
+// tolerance on both sides; no run, or no default, is no evidence.
+TEST(Screen, InertIsTheDefaultsRangeWidenedByTheTolerance) {
+  const std::vector<double> def = {1.0, 1.02};
+  EXPECT_TRUE(inert({1.01}, def, 0.05));
+  EXPECT_TRUE(inert({0.951, 1.07}, def, 0.05));
+  EXPECT_FALSE(inert({1.072}, def, 0.05));        // above 1.02 x 1.05
+  EXPECT_FALSE(inert({0.949}, def, 0.05));        // below 1.0 x 0.95
+  EXPECT_FALSE(inert({1.01, 1.5}, def, 0.05));    // one run outside is enough
+  EXPECT_TRUE(inert({1.3}, def, 0.3));
+  EXPECT_FALSE(inert({}, def, 0.05));
+  EXPECT_FALSE(inert({1.0}, {}, 0.05));
+}
+
+// The candidates are the env controls of the scenario's contracts that the table does not
+// vary, at the space builder's domains for the scenario's machine: thread counts follow the
+// CPU count, strings and API setters are not offered.
+TEST(Screen, CandidatesAreTheContractsEnvControlsBeyondTheTable) {
+  auto candidates = [](int cpus) {
+    tuner::MachineFacts m = tuner::MachineFacts::detect();
+    m.ncpus = m.ncores = cpus;
+    Diagnostics d;
+    auto all = load_scenarios(scenarios_dir(), d, m);
+    auto s = std::find_if(all.begin(), all.end(), [](const Scenario& x) { return x.name == "pinning_collision"; });
+    EXPECT_NE(s, all.end());
+    auto c = screen_candidates(*s, d);
+    EXPECT_FALSE(d.has_errors()) << d.str();
+    std::map<std::string, std::vector<std::string>> out;
+    for (const auto& x : c) {
+      EXPECT_EQ(x.library, "libgomp") << x.name;
+      for (const auto& v : x.values) out[x.name].push_back(v.value);
+    }
+    return std::make_pair(*s, out);
+  };
+  auto [s2, two] = candidates(2);
+  for (const auto& cs : s2.space) EXPECT_EQ(two.count(cs.name), 0u) << cs.name << " is in the table";
+  EXPECT_EQ(two.count("GOMP_CPU_AFFINITY"), 0u) << "a string has no domain to search";
+  EXPECT_EQ(two.count("omp_set_num_threads"), 0u) << "API setters are not the user's environment";
+  EXPECT_EQ(two["GOMP_SPINCOUNT"], (std::vector<std::string>{"0", "100", "1000", "30000", "300000", "3000000"}));
+  EXPECT_EQ(two["OMP_THREAD_LIMIT"], (std::vector<std::string>{"1", "2"}));
+  EXPECT_EQ(two["OMP_DYNAMIC"], (std::vector<std::string>{"false", "true"}));
+  auto [s16, sixteen] = candidates(16);
+  EXPECT_EQ(sixteen["OMP_THREAD_LIMIT"], (std::vector<std::string>{"1", "2", "4", "8", "16"}));
+  EXPECT_EQ(sixteen["GOMP_SPINCOUNT"], two["GOMP_SPINCOUNT"]);
+}
+
+// The peers' space adds each screened control with its inert values only; replay answers
+// such a configuration by projection (the table's entry without it), a session's incumbent is
+// always a table entry, and the report says what the peers searched.
+TEST(Screen, PeersSearchInertValuesAnsweredByProjection) {
+  const Scenario& s = scenario(kLiveScenario);
+  const Table& t = table(s.name);
+  Screen sc;
+  sc.scenario = s.name;
+  sc.args = s.args;
+  sc.tolerance = 0.1;
+  sc.controls.push_back({"GOMP_SPINCOUNT", "libgomp", {{"0", {1}, "", true}, {"1000", {9}, "", false},
+                                                       {"3000000", {1}, "", true}}});
+  sc.controls.push_back({"OMP_THREAD_LIMIT", "libgomp", {{"1", {9}, "", false}, {"2", {9}, "", false}}});
+  sc.controls.push_back({"OMP_DYNAMIC", "libgomp", {{"true", {}, "exit 1", false}, {"false", {1}, "", true}}});
+
+  std::vector<std::string> projected;
+  tuner::Space peers = peer_space(s, &sc, &projected);
+  EXPECT_EQ(projected, (std::vector<std::string>{"GOMP_SPINCOUNT", "OMP_DYNAMIC"}));
+  ASSERT_EQ(peers.params.size(), s.space.size() + 2);
+  ASSERT_TRUE(peers.find("GOMP_SPINCOUNT"));
+  EXPECT_EQ(peers.find("GOMP_SPINCOUNT")->values, (std::vector<std::string>{"", "0", "3000000"}));
+  EXPECT_TRUE(peers.find("GOMP_SPINCOUNT")->numeric);
+  EXPECT_EQ(peers.find("OMP_DYNAMIC")->values, (std::vector<std::string>{"", "false"}));
+  EXPECT_FALSE(peers.find("OMP_THREAD_LIMIT")) << "no inert value: not offered";
+  EXPECT_EQ(peer_space(s, nullptr).params.size(), s.space.size());
+
+  const Entry* best = t.best_entry();
+  ASSERT_TRUE(best && !best->samples.empty());
+  Config c = assignment(s, best->config);
+  c["GOMP_SPINCOUNT"] = "3000000";
+  ReplayObjective plain(s, t, 5), projecting(s, t, 5, projected);
+  EXPECT_FALSE(plain.evaluate(c).ok) << "without projection the configuration is not in the table";
+  tuner::Measurement m = projecting.evaluate(c);
+  ASSERT_TRUE(m.ok) << m.failure;
+  EXPECT_NE(std::find(best->samples.begin(), best->samples.end(), m.value), best->samples.end());
+
+  std::map<std::string, Table> tables{{s.name, t}};
+  std::map<std::string, Screen> screens{{s.name, sc}};
+  CompareOptions o;
+  o.budgets = {5, 30};
+  o.seeds = 4;
+  o.tuners = {"random", "syspilot"};
+  o.screens = &screens;
+  Diagnostics d;
+  Comparison cmp = compare({s}, tables, o, [](const Scenario&) { return Guidance{}; }, d);
+  ASSERT_EQ(cmp.scenarios.size(), 1u) << d.str();
+  const ScenarioResult& r = cmp.scenarios[0];
+  EXPECT_EQ(r.peer_controls, s.space.size() + 2);
+  EXPECT_EQ(r.peer_configurations, peers.size());
+  EXPECT_NE(r.peer_note.find("2 screened inert"), std::string::npos) << r.peer_note;
+  EXPECT_NE(r.peer_note.find("GOMP_SPINCOUNT (2 of 3)"), std::string::npos) << r.peer_note;
+  EXPECT_NE(r.peer_note.find("left out (the table would have to vary them): OMP_THREAD_LIMIT"), std::string::npos)
+      << r.peer_note;
+  for (const auto& session : r.sessions) {
+    ASSERT_TRUE(session.error.empty()) << session.error;
+    EXPECT_TRUE(t.find(session.best)) << session.tuner << " " << tuner::to_string(session.best);
+    EXPECT_EQ(session.best.count("GOMP_SPINCOUNT") + session.best.count("OMP_DYNAMIC"), 0u);
+    EXPECT_LE(session.runs, 30);
+  }
+  std::string report_path = (fs::temp_directory_path() / ("syspilot-screen-report-" + std::to_string(getpid()) + ".md")).string();
+  cmp.freeze = load_freeze();
+  write_report(cmp, report_path);
+  EXPECT_NE(read(report_path).find("Space of the general-purpose tuners (" + std::to_string(peers.size()) +
+                                   " configurations): the general-purpose tuners search"),
+            std::string::npos);
+  for (const auto& f : fs::directory_iterator(fs::temp_directory_path()))
+    if (f.path().filename().string().rfind("syspilot-screen-report-" + std::to_string(getpid()), 0) == 0) fs::remove(f);
+}
+
+// A live screen of a program where one value of one control is slow: that value is not inert,
+// the others of its control are, the runs are kept beside the table and a second screen runs
+// nothing again; a malformed screen is an error that leaves the file as it was.
+TEST(Screen, LiveScreenFindsTheValueThatMattersAndResumes) {
+  fs::path dir = fs::temp_directory_path() / ("syspilot-screen-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "scenarios" / "slow_limit");
+  {
+    std::ofstream(dir / "scenarios" / "slow_limit" / "scenario.json") << R"({
+      "name": "slow_limit", "program": "/bin/sh",
+      "args": ["-c", "if [ \"$OMP_THREAD_LIMIT\" = 1 ]; then sleep 0.9; else sleep 0.25; fi"],
+      "libraries": ["libgomp"], "default": {},
+      "space": [{"control": "OMP_WAIT_POLICY", "library": "libgomp", "kind": "env", "values": ["", "passive"]}],
+      "expert": ["OMP_WAIT_POLICY"], "timeout_s": 5})";
+  }
+  Diagnostics d;
+  auto loaded = load_scenarios((dir / "scenarios").string(), d);
+  ASSERT_EQ(loaded.size(), 1u) << d.str();
+  Scenario s = loaded[0];
+  MeasureOptions o;
+  o.max_load = 1000;  // sleeps: the wall time does not depend on other work on the machine
+  // The table as measured on a busy machine (spawning a shell can take 0.1 s more there): its
+  // default's runs and its noise set the band.
+  Table t;
+  t.scenario = s.name;
+  t.repeats = 2;
+  t.entries.push_back(Entry{normalise(s, {}), {0.24, 0.36}, {0, 0}, 0, "", 0});
+  t.entries.push_back(Entry{normalise(s, {{"OMP_WAIT_POLICY", "passive"}}), {0.25, 0.37}, {0, 0}, 0, "", 0});
+  std::string path = (dir / "slow_limit.screen.json").string();
+  Screen sc = screen(s, t, path, o, d);
+  ASSERT_FALSE(d.has_errors()) << d.str();
+  const ScreenedControl* limit = sc.find("OMP_THREAD_LIMIT");
+  ASSERT_TRUE(limit);
+  ASSERT_EQ(limit->values.size(), 2u);
+  EXPECT_EQ(limit->values[0].value, "1");
+  EXPECT_FALSE(limit->values[0].inert) << "0.9 s against a default of 0.25 s";
+  EXPECT_GE(limit->values[0].samples.at(0), 0.9);
+  EXPECT_TRUE(limit->values[1].inert) << limit->values[1].samples.at(0) << " s";
+  EXPECT_FALSE(sc.find("OMP_WAIT_POLICY")) << "the table varies it";
+  EXPECT_GE(sc.default_samples.size(), 2u);
+  size_t values = 0;
+  for (const auto& c : sc.controls) values += c.values.size();
+  EXPECT_GE(sc.default_samples.size(), 1 + (values - 1) / 4) << "a default run every four runs";
+
+  Screen back;
+  ASSERT_TRUE(load_screen(path, back, d)) << d.str();
+  EXPECT_EQ(back.controls.size(), sc.controls.size());
+  EXPECT_EQ(back.find("OMP_THREAD_LIMIT")->values[0].samples, limit->values[0].samples);
+  const std::string before = read(path);
+  Screen again = screen(s, t, path, o, d);
+  EXPECT_EQ(again.default_samples.size(), sc.default_samples.size()) << "nothing left to screen, nothing run";
+  EXPECT_EQ(read(path), before);
+
+  std::vector<std::string> projected;
+  tuner::Space peers = peer_space(s, &back, &projected);
+  ASSERT_TRUE(peers.find("OMP_THREAD_LIMIT"));
+  EXPECT_EQ(peers.find("OMP_THREAD_LIMIT")->values, (std::vector<std::string>{"", "2"}));
+
+  std::ofstream(path, std::ios::trunc) << "{\"scenario\": \"slow_limit\", \"controls\": 3}";
+  const std::string bad = read(path);
+  Diagnostics bd;
+  screen(s, t, path, o, bd);
+  EXPECT_TRUE(bd.has_errors());
+  EXPECT_NE(bd.str().find("eval-bad-screen"), std::string::npos) << bd.str();
+  EXPECT_EQ(read(path), bad);
+  fs::remove_all(dir);
+}
