@@ -235,8 +235,9 @@ class LiveObjective : public tuner::Objective {
 // answered, so the peers' domain leaves it out and the report says so.
 struct ScreenedValue {
   std::string value;
-  std::vector<double> samples;  // wall seconds
-  std::string failure;          // "" when it ran
+  std::vector<double> samples;       // wall seconds
+  std::vector<double> outside_load;  // cores of outside load during each run
+  std::string failure;               // "" when it ran
   bool inert = false;
 };
 struct ScreenedControl {
@@ -249,6 +250,7 @@ struct Screen {
   std::string measured_at;
   std::vector<std::string> args;        // the program's arguments when screened
   std::vector<double> default_samples;  // the interleaved runs of the user's default
+  std::vector<double> default_load;     // their outside load
   double tolerance = 0;                 // relative widening of the default's range
   std::vector<ScreenedControl> controls;
   const ScreenedControl* find(const std::string& name) const;

@@ -88,6 +88,7 @@ nlohmann::json to_json(const Screen& sc) {
   j["measured_at"] = sc.measured_at;
   j["args"] = sc.args;
   j["default_samples"] = sc.default_samples;
+  j["default_outside_load"] = sc.default_load;
   j["tolerance"] = sc.tolerance;
   j["rule"] = "a value is inert when its run lies within [min x (1 - tolerance), max x (1 + tolerance)] of the "
               "default's runs (the table's and these), tolerance the table's noise and at least 5%";
@@ -95,7 +96,7 @@ nlohmann::json to_json(const Screen& sc) {
   for (const auto& c : sc.controls) {
     nlohmann::json values = nlohmann::json::array();
     for (const auto& v : c.values) {
-      nlohmann::json x = {{"value", v.value}, {"samples", v.samples}, {"inert", v.inert}};
+      nlohmann::json x = {{"value", v.value}, {"samples", v.samples}, {"outside_load", v.outside_load}, {"inert", v.inert}};
       if (!v.failure.empty()) x["failure"] = v.failure;
       values.push_back(std::move(x));
     }
@@ -135,7 +136,7 @@ std::vector<ScreenedControl> screen_candidates(const Scenario& s, Diagnostics& d
       if (!tuner::discretise(control, m, p) || p.kind != tuner::Param::Kind::Env || p.values.empty()) continue;
       if (!seen.insert(control.name).second) continue;
       ScreenedControl c{control.name, contract.name, {}};
-      for (const auto& v : p.values) c.values.push_back({v, {}, "", false});
+      for (const auto& v : p.values) c.values.push_back({v, {}, {}, "", false});
       out.push_back(std::move(c));
     }
   return out;
@@ -156,12 +157,14 @@ bool load_screen(const std::string& path, Screen& out, Diagnostics& diags) {
     sc.measured_at = j.value("measured_at", "");
     sc.args = j.value("args", std::vector<std::string>{});
     sc.default_samples = j.at("default_samples").get<std::vector<double>>();
+    sc.default_load = j.value("default_outside_load", std::vector<double>{});
     sc.tolerance = j.at("tolerance").get<double>();
     for (const auto& c : j.at("controls")) {
       ScreenedControl x{c.at("control").get<std::string>(), c.value("library", ""), {}};
       for (const auto& v : c.at("values"))
         x.values.push_back({v.at("value").get<std::string>(), v.at("samples").get<std::vector<double>>(),
-                            v.value("failure", ""), v.at("inert").get<bool>()});
+                            v.value("outside_load", std::vector<double>{}), v.value("failure", ""),
+                            v.at("inert").get<bool>()});
       sc.controls.push_back(std::move(x));
     }
     out = std::move(sc);
@@ -200,8 +203,12 @@ Screen screen(const Scenario& s, const Table& t, const std::string& path, const 
   };
   auto run_default = [&] {
     Run r = guarded(s, environment(s, {}), o);
-    if (r.ok) sc.default_samples.push_back(r.wall_s);
-    progress("default  " + (r.ok ? std::to_string(r.wall_s) + " s" : "FAILED: " + r.failure));
+    if (r.ok) {
+      sc.default_samples.push_back(r.wall_s);
+      sc.default_load.push_back(r.outside_load);
+    }
+    progress("default  " + (r.ok ? std::to_string(r.wall_s) + " s" : "FAILED: " + r.failure) + "  load " +
+             std::to_string(std::round(r.outside_load * 100) / 100).substr(0, 4));
   };
   int since_default = 0;
   for (const auto& candidate : screen_candidates(s, diags)) {
@@ -214,9 +221,13 @@ Screen screen(const Scenario& s, const Table& t, const std::string& path, const 
     ScreenedControl c = candidate;
     for (auto& v : c.values) {
       Run r = guarded(s, with(s, c.name, v.value), o);
-      if (r.ok) v.samples.push_back(r.wall_s);
-      else v.failure = r.failure.empty() ? "failed" : r.failure;
-      progress(c.name + "=" + v.value + "  " + (r.ok ? std::to_string(r.wall_s) + " s" : "FAILED: " + v.failure));
+      if (r.ok) {
+        v.samples.push_back(r.wall_s);
+        v.outside_load.push_back(r.outside_load);
+      } else
+        v.failure = r.failure.empty() ? "failed" : r.failure;
+      progress(c.name + "=" + v.value + "  " + (r.ok ? std::to_string(r.wall_s) + " s" : "FAILED: " + v.failure) +
+               "  load " + std::to_string(std::round(r.outside_load * 100) / 100).substr(0, 4));
       // the default again every few runs, so that the band follows the machine's drift
       if (++since_default >= 4) {
         run_default();
@@ -232,10 +243,10 @@ Screen screen(const Scenario& s, const Table& t, const std::string& path, const 
     save_screen(path, sc);
   }
   verdicts();
-  if (!sc.controls.empty()) {
-    sc.measured_at = sc.measured_at.empty() ? utc_now() : sc.measured_at;
-    save_screen(path, sc);
-  }
+  // Saved even with nothing to screen: the report then says the peers search the table's
+  // controls because the contracts offer no other, not because nobody looked.
+  if (sc.measured_at.empty()) sc.measured_at = utc_now();
+  save_screen(path, sc);
   return sc;
 }
 

@@ -30,6 +30,8 @@ measure() {
 for r in $(seq 2 "$repeats"); do
   measure "$build/syspilot" eval --measure --repeats "$r" "${args[@]}"
 done
+# The peers' space beyond each table: the contracts' other env controls, screened by live runs.
+measure "$build/syspilot" eval --screen "${args[@]}" >&2
 # The analysis the syspilot tuner replays with (profiling runs are charged to its budget).
 measure "$build/syspilot" eval --replay --reanalyse --tuner syspilot --seeds 1 --budgets 5 "${args[@]}" >/dev/null
 echo "tables in $here/eval/data; commit them with the machine they were measured on" >&2

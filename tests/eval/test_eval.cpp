@@ -1049,10 +1049,10 @@ TEST(Screen, PeersSearchInertValuesAnsweredByProjection) {
   sc.scenario = s.name;
   sc.args = s.args;
   sc.tolerance = 0.1;
-  sc.controls.push_back({"GOMP_SPINCOUNT", "libgomp", {{"0", {1}, "", true}, {"1000", {9}, "", false},
-                                                       {"3000000", {1}, "", true}}});
-  sc.controls.push_back({"OMP_THREAD_LIMIT", "libgomp", {{"1", {9}, "", false}, {"2", {9}, "", false}}});
-  sc.controls.push_back({"OMP_DYNAMIC", "libgomp", {{"true", {}, "exit 1", false}, {"false", {1}, "", true}}});
+  sc.controls.push_back({"GOMP_SPINCOUNT", "libgomp", {{"0", {1}, {0}, "", true}, {"1000", {9}, {0}, "", false},
+                                                       {"3000000", {1}, {0}, "", true}}});
+  sc.controls.push_back({"OMP_THREAD_LIMIT", "libgomp", {{"1", {9}, {0}, "", false}, {"2", {9}, {0}, "", false}}});
+  sc.controls.push_back({"OMP_DYNAMIC", "libgomp", {{"true", {}, {}, "exit 1", false}, {"false", {1}, {0}, "", true}}});
 
   std::vector<std::string> projected;
   tuner::Space peers = peer_space(s, &sc, &projected);
@@ -1156,6 +1156,8 @@ TEST(Screen, LiveScreenFindsTheValueThatMattersAndResumes) {
   ASSERT_TRUE(load_screen(path, back, d)) << d.str();
   EXPECT_EQ(back.controls.size(), sc.controls.size());
   EXPECT_EQ(back.find("OMP_THREAD_LIMIT")->values[0].samples, limit->values[0].samples);
+  EXPECT_EQ(back.find("OMP_THREAD_LIMIT")->values[0].outside_load.size(), 1u);
+  EXPECT_EQ(back.default_load.size(), back.default_samples.size());
   const std::string before = read(path);
   Screen again = screen(s, t, path, o, d);
   EXPECT_EQ(again.default_samples.size(), sc.default_samples.size()) << "nothing left to screen, nothing run";
