@@ -636,11 +636,15 @@ int run_tune(TuneArgs a, Interruption* stop) {
     throw UsageError("--manifest '" + a.manifest + "' cannot be read");
   std::string db = a.db.empty() ? store::default_db_path() : a.db;
   std::unique_ptr<SessionStore> sessions;
-  try {
-    store::Store migrate_core(db);  // the analysis reads contracts from the same file
-    sessions = std::make_unique<SessionStore>(db);
-  } catch (const std::exception& e) {
-    throw UsageError(std::string(e.what()));
+  // A dry run stores nothing, so it opens no store here: one that does not exist is not created
+  // (nor its folder), and composition reads the contracts of one that does.
+  if (!a.dry_run) {
+    try {
+      store::Store migrate_core(db);  // the analysis reads contracts from the same file
+      sessions = std::make_unique<SessionStore>(db);
+    } catch (const std::exception& e) {
+      throw UsageError(std::string(e.what()));
+    }
   }
   MachineFacts machine = MachineFacts::detect();
   Space space;
