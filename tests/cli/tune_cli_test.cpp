@@ -324,6 +324,40 @@ TEST(TuneDryRun, HypothesesControlsAndConstraints) {
   EXPECT_LT(seconds_since(t0), 20);
 }
 
+// A dry run stores nothing: it creates no store (nor the store's folder), whether --db names one
+// or the default is used, and it leaves one that exists as it was.
+TEST(TuneDryRun, CreatesNoStoreAndLeavesOneThatExists) {
+  TempDir dir;
+  const std::string args = " --budget 4 --strategy grid --add X=1,2 -- /bin/true";
+  const std::string named = dir.file("sub/t.db");
+  CliRun r = run_cli(dir, "tune --dry-run --db " + named + args);
+  ASSERT_EQ(r.exit, 0) << r.err;
+  EXPECT_NE(r.out.find("nothing was run"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(named)) << "the dry run created its --db";
+  EXPECT_FALSE(std::filesystem::exists(dir.file("sub"))) << "the dry run created the store's folder";
+
+  CliRun d = run_cli(dir, "tune --dry-run" + args);  // the default store, under XDG_DATA_HOME
+  ASSERT_EQ(d.exit, 0) << d.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("xdg/syspilot"))) << "the dry run created the default store";
+
+  const std::string db = dir.file("t.db");
+  {
+    tuner::SessionStore st(db);
+    tuner::SessionInfo s;
+    s.argv = {"/bin/true"};
+    s.strategy = "grid";
+    s.budget = 3;
+    s.space_json = R"({"params":[]})";
+    st.create(s);
+  }
+  CliRun e = run_cli(dir, "tune --dry-run --db " + db + args);
+  ASSERT_EQ(e.exit, 0) << e.err;
+  EXPECT_NE(e.out.find("space: 1 controls, 2 configurations"), std::string::npos) << e.out;
+  tuner::SessionStore st(db);
+  EXPECT_EQ(st.list().size(), 1u) << "the dry run stored a session";
+  EXPECT_TRUE(st.analyses().empty()) << "the dry run stored an analysis";
+}
+
 // ---- tune: Ctrl-C --------------------------------------------------------------------------------
 
 // SIGINT while trials run: the running trial's process group is killed, the session is marked
