@@ -128,6 +128,7 @@ class Interruption {
     kill_runs();
     std::string line;
     if (std::int64_t id = id_; id > 0 && finished_) {
+      release(id);
       line = "tune: interrupted after session " + std::to_string(id) + " was finished and stored; see it with: " +
              "syspilot sessions show " + std::to_string(id) + " --db " + shell_quote(db_) + "\n";
     } else if (id > 0) {
@@ -137,6 +138,7 @@ class Interruption {
         std::fprintf(stderr, "tune: could not mark session %lld interrupted: %s\n", static_cast<long long>(id),
                      e.what());
       }
+      release(id);
       line = "tune: interrupted; resume with: syspilot tune --resume " + std::to_string(id) + " --db " +
              shell_quote(db_) + "\n";
     } else {
@@ -145,6 +147,16 @@ class Interruption {
     std::fputs(line.c_str(), stderr);
     std::fflush(stderr);
     std::_Exit(128 + sig);
+  }
+
+  // The sessions this process owns are free to resume once it is gone (a process killed
+  // without this leaves them to whoever finds it dead).
+  void release(std::int64_t id) {
+    try {
+      SessionStore(db_).release_owned();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tune: could not release session %lld: %s\n", static_cast<long long>(id), e.what());
+    }
   }
 
   // The runs are this process' children, each leading its own process group (tuner/run.cpp);
@@ -646,6 +658,17 @@ int run_tune(TuneArgs a, Interruption* stop) {
       throw UsageError(std::string(e.what()));
     }
   }
+  // The sessions this process creates or resumes are its own until it ends (SessionOwner).
+  struct Release {
+    SessionStore* sessions;
+    ~Release() {
+      try {
+        if (sessions) sessions->release_owned();
+      } catch (const std::exception& e) {
+        std::cerr << "tune: could not release its sessions: " << e.what() << "\n";
+      }
+    }
+  } release{sessions.get()};
   MachineFacts machine = MachineFacts::detect();
   Space space;
   std::vector<Guide> gs;
@@ -670,6 +693,12 @@ int run_tune(TuneArgs a, Interruption* stop) {
       throw UsageError("no tuning session " + std::to_string(a.resume) + " in " + db +
                        "; list them with: syspilot sessions list --db " + shell_quote(db));
     id = s->id;
+    // One process at a time searches a session: two would both add trials to it.
+    if (auto owner = sessions->claim(id))
+      throw UsageError("session " + std::to_string(id) + " is being tuned by process " + std::to_string(owner->pid) +
+                       (owner->host == this_process().host ? "" : " on host " + owner->host) + " (since " +
+                       owner->since + "); resume it once that process has ended (Ctrl-C or kill " +
+                       std::to_string(owner->pid) + " stops it)");
     if (stop) stop->session(id);
     if (!a.argv.empty() && a.argv != s->argv)
       throw UsageError("session " + std::to_string(id) + " tunes a different command; drop the command after -- to resume it");
@@ -854,7 +883,7 @@ int run_tune(TuneArgs a, Interruption* stop) {
     if (id == 0) {  // the results folder is the session's
       SessionInfo si = base;
       si.strategy = strategies.front();
-      id = sessions->create(si);
+      id = sessions->create_owned(si);
     }
     slurm = slurm_objective(a, db, id, space, os, *sessions, cluster);
     resumed = recover_jobs(*slurm, *sessions, id, std::move(resumed));
@@ -875,7 +904,7 @@ int run_tune(TuneArgs a, Interruption* stop) {
     if (id == 0 || !done.empty()) {
       SessionInfo si = base;
       si.strategy = name;
-      id = sessions->create(si);
+      id = sessions->create_owned(si);
     }
     if (stop) stop->session(id);
     std::cerr << "tune: session " << id << " in " << db << ", strategy " << name << "\n";

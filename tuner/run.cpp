@@ -479,6 +479,14 @@ std::string find_on_path(const std::string& name, const std::map<std::string, st
   return "";
 }
 
+std::uint64_t process_start_ticks(int pid) {
+  std::string comm;
+  std::vector<std::string> f;
+  if (pid <= 0 || !stat_fields(slurp("/proc/" + std::to_string(pid) + "/stat"), comm, f) || f.size() <= 19) return 0;
+  if (f[0] == "Z" || f[0] == "X") return 0;
+  return std::strtoull(f[19].c_str(), nullptr, 10);
+}
+
 int online_cpus() {
   cpu_set_t set;
   CPU_ZERO(&set);

@@ -2,6 +2,7 @@
 // group, a given environment, a timeout that kills the whole group, and the OS signals
 // (run-queue wait, context switches, threads, RSS, faults, perf counters) collected meanwhile.
 #pragma once
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -106,6 +107,11 @@ std::vector<std::string> substitute_placeholders(const std::vector<std::string>&
 // sequences in a failure reason do nothing, and the JSON that stores it stays valid.
 std::string printable(const std::string& s);
 std::string find_on_path(const std::string& name, const std::map<std::string, std::string>& env = {});
+
+// When process `pid` started, in clock ticks after boot (/proc/PID/stat field 22): with the pid,
+// it names one process, as a reused pid starts later. 0 when there is no such process or it has
+// exited (a zombie).
+std::uint64_t process_start_ticks(int pid);
 
 // Number of CPUs this process may run on (sched_getaffinity), at least 1.
 int online_cpus();

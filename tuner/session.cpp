@@ -3,7 +3,10 @@
 #include "tuner/session.h"
 #include "tuner/run.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -106,6 +109,31 @@ CREATE TABLE tune_analyses(
 );
 )SQL";
 
+// The process that owns each session while it runs (SessionOwner): claimed when a session is
+// created or resumed, released when the process ends; a row left by a killed process is taken
+// over once its process is seen to be gone.
+const char* kSchemaV5 = R"SQL(
+CREATE TABLE tune_owners(
+  session_id INTEGER PRIMARY KEY REFERENCES tune_sessions(id) ON DELETE CASCADE,
+  pid INTEGER NOT NULL,
+  start INTEGER NOT NULL,
+  host TEXT NOT NULL,
+  boot TEXT NOT NULL,
+  since TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now'))
+);
+)SQL";
+
+bool same_process(const SessionOwner& a, const SessionOwner& b) {
+  return a.pid == b.pid && a.start == b.start && a.host == b.host && a.boot == b.boot;
+}
+
+std::string first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
 std::vector<std::string> argv_from_json(const std::string& text) {
   std::vector<std::string> out;
   auto argv = nlohmann::json::parse(text, nullptr, false);
@@ -122,6 +150,7 @@ void register_session_schema() {
   store::register_migration("tuner", 2, kSchemaV2);
   store::register_migration("tuner", 3, kSchemaV3);
   store::register_migration("tuner", 4, kSchemaV4);
+  store::register_migration("tuner", 5, kSchemaV5);
 }
 
 SessionStore::SessionStore(const std::string& db_path) {
@@ -147,6 +176,64 @@ std::int64_t SessionStore::create(const SessionInfo& s) {
               s.status.empty() ? std::string("running") : s.status);
   st.run();
   return db_->last_insert_rowid();
+}
+
+SessionOwner this_process() {
+  SessionOwner o;
+  o.pid = ::getpid();
+  o.start = process_start_ticks(::getpid());
+  char host[256] = {0};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = 0;
+  o.host = host;
+  o.boot = first_line("/proc/sys/kernel/random/boot_id");
+  return o;
+}
+
+bool owner_alive(const SessionOwner& o) {
+  const SessionOwner me = this_process();
+  if (o.host != me.host) return true;
+  if (o.boot != me.boot || o.pid <= 0) return false;
+  return o.start != 0 && process_start_ticks(static_cast<int>(o.pid)) == o.start;
+}
+
+std::int64_t SessionStore::create_owned(const SessionInfo& s) {
+  store::Transaction tx(*db_);
+  const std::int64_t id = create(s);
+  claim(id);
+  tx.commit();
+  return id;
+}
+
+std::optional<SessionOwner> SessionStore::owner(std::int64_t id) const {
+  auto st = db_->prepare("SELECT pid, start, host, boot, since FROM tune_owners WHERE session_id = ?");
+  st.bind(1, id);
+  if (!st.step()) return std::nullopt;
+  SessionOwner o;
+  o.pid = st.column_int(0);
+  o.start = static_cast<std::uint64_t>(st.column_int(1));
+  o.host = st.column_text(2);
+  o.boot = st.column_text(3);
+  o.since = st.column_text(4);
+  return o;
+}
+
+std::optional<SessionOwner> SessionStore::claim(std::int64_t id) {
+  const SessionOwner me = this_process();
+  // Under the write lock, so that of two processes claiming at once one sees the other's claim.
+  store::Transaction tx(*db_);
+  if (auto o = owner(id); o && !same_process(*o, me) && owner_alive(*o)) return o;
+  auto st = db_->prepare("INSERT OR REPLACE INTO tune_owners(session_id, pid, start, host, boot) VALUES(?,?,?,?,?)");
+  st.bind_all(id, me.pid, static_cast<std::int64_t>(me.start), me.host, me.boot);
+  st.run();
+  tx.commit();
+  return std::nullopt;
+}
+
+void SessionStore::release_owned() {
+  const SessionOwner me = this_process();
+  auto st = db_->prepare("DELETE FROM tune_owners WHERE pid = ? AND start = ? AND host = ? AND boot = ?");
+  st.bind_all(me.pid, static_cast<std::int64_t>(me.start), me.host, me.boot);
+  st.run();
 }
 
 std::optional<SessionInfo> SessionStore::get(std::int64_t id) const {

@@ -45,6 +45,26 @@ struct ClusterJob {
   std::string node;                    // where it ran, once known
 };
 
+// The process that owns a session while it searches it (`tune`, `tune --resume`), recorded in the
+// store (table tune_owners) so that one live process at a time adds trials to a session. A
+// process is known by its pid with its start time, which a reused pid does not share, on its
+// host since its boot.
+struct SessionOwner {
+  std::int64_t pid = 0;
+  std::uint64_t start = 0;  // clock ticks after boot when it started (/proc/PID/stat field 22)
+  std::string host;         // gethostname()
+  std::string boot;         // /proc/sys/kernel/random/boot_id: another boot, another process
+  std::string since;        // when it took the session, ISO 8601 UTC (read back only)
+};
+
+// This process as an owner.
+SessionOwner this_process();
+
+// Whether `o` may still be running: on this host and boot, its pid is alive (not a zombie) with
+// the same start time. An owner on another host cannot be looked at from here and counts as
+// alive.
+bool owner_alive(const SessionOwner& o);
+
 // One stored analysis: what `syspilot analyze` concluded, or the analysis `syspilot tune`
 // started with (its sessions name it in their options as "analysis").
 struct AnalysisRecord {
@@ -69,6 +89,16 @@ class SessionStore {
   SessionStore& operator=(const SessionStore&) = delete;
 
   std::int64_t create(const SessionInfo& s);
+  // create() with the new session owned by this process, in one transaction.
+  std::int64_t create_owned(const SessionInfo& s);
+  // Takes session `id` for this process (a session that is already its own stays so): nullopt
+  // when taken; when another owner is alive (owner_alive()), that owner, and nothing changes. An
+  // owner that ended without releasing it (killed by SIGKILL, its pid gone or reused) loses it.
+  std::optional<SessionOwner> claim(std::int64_t id);
+  // The session's recorded owner, alive or not; nullopt when none.
+  std::optional<SessionOwner> owner(std::int64_t id) const;
+  // Releases every session this process owns.
+  void release_owned();
   std::optional<SessionInfo> get(std::int64_t id) const;
   std::vector<SessionInfo> list() const;          // newest first
   std::vector<Trial> trials(std::int64_t id) const;  // in trial order
