@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "store/store.h"
 #include "tests/cli/cli_support.h"
 #include "tuner/session.h"
 
@@ -39,6 +40,62 @@ std::string touching(const std::string& mark, const std::string& then = "true") 
 }
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// `syspilot ARGS` started in the background: its pid, and its stderr read as it comes.
+struct Started {
+  pid_t pid = -1;
+  int err_fd = -1;
+  std::string err;
+
+  explicit Started(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {SYSPILOT_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    int err_pipe[2];
+    if (::pipe(err_pipe) != 0) return;
+    pid = ::fork();
+    if (pid == 0) {
+      int devnull = ::open("/dev/null", O_WRONLY);
+      ::dup2(devnull, 1);
+      ::dup2(err_pipe[1], 2);
+      ::close(err_pipe[0]);
+      std::vector<char*> a;
+      for (auto& x : argv) a.push_back(x.data());
+      a.push_back(nullptr);
+      ::execv(a[0], a.data());
+      ::_exit(127);
+    }
+    ::close(err_pipe[1]);
+    err_fd = err_pipe[0];
+  }
+  ~Started() {
+    if (err_fd >= 0) ::close(err_fd);
+    if (pid > 0 && ::waitpid(pid, nullptr, WNOHANG) == 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+  // Reads stderr until it holds `text` (true), or it ends or `limit_s` pass first.
+  bool wait_for(const std::string& text, double limit_s = 60) {
+    char buf[4096];
+    auto t0 = Clock::now();
+    while (err.find(text) == std::string::npos && seconds_since(t0) < limit_s) {
+      ssize_t n = ::read(err_fd, buf, sizeof buf);
+      if (n <= 0) break;
+      err.append(buf, static_cast<size_t>(n));
+    }
+    return err.find(text) != std::string::npos;
+  }
+  // Signals it, reads the rest of its stderr and reaps it: its exit status, -1 if it did not exit.
+  int stop(int sig) {
+    ::kill(pid, sig);
+    char buf[4096];
+    for (ssize_t n; (n = ::read(err_fd, buf, sizeof buf)) > 0;) err.append(buf, static_cast<size_t>(n));
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    pid = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+};
 
 }  // namespace
 
@@ -364,44 +421,15 @@ TEST(TuneDryRun, CreatesNoStoreAndLeavesOneThatExists) {
 // interrupted, stderr says how to resume, and the exit status is 130.
 TEST(TuneInterrupt, SigintMarksTheSessionAndSaysHowToResume) {
   TempDir dir;
-  const std::string db = dir.file("t.db"), pids = dir.file("pids"), err_file = dir.file("err");
-  std::vector<std::string> argv = {SYSPILOT_BINARY, "tune", "--db", db, "--budget", "40", "--max-repeats", "1",
-                                   "--strategy", "grid", "--verify", "0", "--add", "K=1,2,3,4,5,6,7,8", "--",
-                                   "/bin/sh", "-c", "echo $$ >> " + pids + "; sleep 0.4"};
-  int err_pipe[2];
-  ASSERT_EQ(::pipe(err_pipe), 0);
-  pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    int devnull = ::open("/dev/null", O_WRONLY);
-    ::dup2(devnull, 1);
-    ::dup2(err_pipe[1], 2);
-    ::close(err_pipe[0]);
-    std::vector<char*> a;
-    for (auto& x : argv) a.push_back(x.data());
-    a.push_back(nullptr);
-    ::execv(a[0], a.data());
-    ::_exit(127);
-  }
-  ::close(err_pipe[1]);
+  const std::string db = dir.file("t.db"), pids = dir.file("pids");
+  Started tune({"tune", "--db", db, "--budget", "40", "--max-repeats", "1", "--strategy", "grid", "--verify", "0",
+                "--add", "K=1,2,3,4,5,6,7,8", "--", "/bin/sh", "-c", "echo $$ >> " + pids + "; sleep 0.4"});
+  ASSERT_GT(tune.pid, 0);
   // Read stderr until the first trial line, then interrupt while the next trial runs.
-  std::string err;
-  char buf[4096];
-  auto t0 = Clock::now();
-  while (err.find("tune: trial 2 ") == std::string::npos && seconds_since(t0) < 60) {
-    ssize_t n = ::read(err_pipe[0], buf, sizeof buf);
-    if (n <= 0) break;
-    err.append(buf, static_cast<size_t>(n));
-  }
-  ASSERT_NE(err.find("tune: trial 2 "), std::string::npos) << err;
+  ASSERT_TRUE(tune.wait_for("tune: trial 2 ")) << tune.err;
   std::this_thread::sleep_for(std::chrono::milliseconds(150));  // inside the next run
-  ASSERT_EQ(::kill(child, SIGINT), 0);
-  for (ssize_t n; (n = ::read(err_pipe[0], buf, sizeof buf)) > 0;) err.append(buf, static_cast<size_t>(n));
-  ::close(err_pipe[0]);
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status)) << err;
-  EXPECT_EQ(WEXITSTATUS(status), 130) << err;
+  const std::string& err = tune.err;
+  EXPECT_EQ(tune.stop(SIGINT), 130) << err;
   EXPECT_NE(err.find("tune: interrupted; resume with: syspilot tune --resume 1 --db " + db), std::string::npos) << err;
 
   // No run outlives it: every shell it started is gone (or a zombie init has not reaped yet).
@@ -478,6 +506,109 @@ TEST(TuneInterrupt, UnknownResumeSaysHowToListSessions) {
   EXPECT_EQ(r.exit, 2) << r.err;
   EXPECT_NE(r.err.find("no tuning session 42"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("list them with: syspilot sessions list --db " + db), std::string::npos) << r.err;
+}
+
+// ---- tune: one process per session ---------------------------------------------------------------
+
+// A session is searched by one live process: a resume while another process resumes it is
+// refused (exit 2, naming that process) and runs nothing; once that process is killed with
+// SIGKILL, which releases nothing, the session resumes all the same; a process that ends releases
+// it.
+TEST(TuneOwner, ASecondResumeIsRefusedWhileTheFirstLivesNotOnceItIsKilled) {
+  TempDir dir;
+  const std::string db = dir.file("t.db");
+  const std::vector<std::string> app = {"--", "/bin/sh", "-c", "sleep 0.3"};
+  auto tune_args = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"tune", "--db", db});
+    args.insert(args.end(), {"--verify", "0", "--minimise-runs", "0"});
+    return args;
+  };
+  std::vector<std::string> first = tune_args({"--budget", "30", "--max-repeats", "1", "--strategy", "grid", "--add",
+                                              "K=1,2,3,4,5,6,7,8,9,10,11,12"});
+  first.insert(first.end(), app.begin(), app.end());
+  Started original(first);
+  ASSERT_TRUE(original.wait_for("tune: trial 2 ")) << original.err;
+  EXPECT_EQ(original.stop(SIGINT), 130) << original.err;
+  tuner::SessionStore st(db);
+  EXPECT_FALSE(st.owner(1)) << "an interrupted session is left owned";
+
+  Started resumed(tune_args({"--resume", "1"}));
+  ASSERT_TRUE(resumed.wait_for("tune: trial ")) << resumed.err;
+  ASSERT_TRUE(st.owner(1));
+  EXPECT_EQ(st.owner(1)->pid, resumed.pid);
+  CliRun second = run_cli(dir, "tune --resume 1 --verify 0 --minimise-runs 0 --db " + db);
+  EXPECT_EQ(second.exit, 2) << second.err;
+  EXPECT_NE(second.err.find("session 1 is being tuned by process " + std::to_string(resumed.pid) + " (since "),
+            std::string::npos)
+      << second.err;
+  EXPECT_EQ(second.err.find("tune: trial"), std::string::npos) << "the refused resume ran trials:\n" << second.err;
+  EXPECT_EQ(second.err.find("tune: resuming"), std::string::npos) << second.err;
+
+  EXPECT_EQ(resumed.stop(SIGKILL), -1);  // killed: its claim stays behind, its process is gone
+  ASSERT_TRUE(st.owner(1));
+  EXPECT_FALSE(tuner::owner_alive(*st.owner(1)));
+  CliRun third = run_cli(dir, "tune --resume 1 --verify 0 --minimise-runs 0 --db " + db);
+  EXPECT_EQ(third.exit, 0) << third.err;
+  EXPECT_NE(third.err.find("tune: resuming session 1"), std::string::npos) << third.err;
+  EXPECT_FALSE(st.owner(1)) << "the session is still owned after its process ended";
+  EXPECT_EQ(st.get(1)->status, "finished");
+}
+
+// The owner recorded is a process, not a pid: a live one with that pid and start time holds the
+// session; the same pid with another start time (the pid reused since) does not.
+TEST(TuneOwner, APidReusedByAnotherProcessDoesNotHoldTheSession) {
+  TempDir dir;
+  const std::string db = dir.file("t.db");
+  CliRun made = run_cli(dir, "tune --db " + db + " --budget 3 --strategy grid --verify 0 --minimise-runs 0 " +
+                                 "--add K=1,2 -- /bin/true");
+  ASSERT_EQ(made.exit, 0) << made.err;
+  tuner::SessionStore st(db);
+  EXPECT_FALSE(st.owner(1)) << "a finished session is left owned";
+  ASSERT_FALSE(st.claim(1)) << "this test process could not take the session";
+  const tuner::SessionOwner me = tuner::this_process();
+  ASSERT_GT(me.start, 0u);
+  ASSERT_TRUE(st.owner(1));
+  EXPECT_EQ(st.owner(1)->pid, ::getpid());
+  EXPECT_TRUE(tuner::owner_alive(*st.owner(1)));
+  const size_t trials = st.trials(1).size();
+
+  CliRun held = run_cli(dir, "tune --resume 1 --budget 6 --verify 0 --minimise-runs 0 --db " + db);
+  EXPECT_EQ(held.exit, 2) << held.err;
+  EXPECT_NE(held.err.find("session 1 is being tuned by process " + std::to_string(::getpid())), std::string::npos)
+      << held.err;
+  EXPECT_EQ(st.trials(1).size(), trials);
+  EXPECT_EQ(st.get(1)->budget, 3) << "the refused resume raised the budget";
+
+  store::Database raw(db);
+  raw.prepare("UPDATE tune_owners SET start = start + 1 WHERE session_id = 1").run();
+  EXPECT_FALSE(tuner::owner_alive(*st.owner(1)));
+  CliRun reused = run_cli(dir, "tune --resume 1 --budget 6 --verify 0 --minimise-runs 0 --db " + db);
+  EXPECT_EQ(reused.exit, 0) << reused.err;
+  EXPECT_GT(st.trials(1).size(), trials);
+  EXPECT_FALSE(st.owner(1));
+}
+
+// A store written before sessions had owners (tuner schema 4) opens, gains the table, and its
+// sessions resume.
+TEST(TuneOwner, AStoreFromBeforeOwnersResumes) {
+  TempDir dir;
+  const std::string db = dir.file("t.db");
+  CliRun made = run_cli(dir, "tune --db " + db + " --budget 3 --strategy grid --verify 0 --minimise-runs 0 " +
+                                 "--add K=1,2 -- /bin/true");
+  ASSERT_EQ(made.exit, 0) << made.err;
+  {
+    store::Database raw(db);
+    raw.exec("DROP TABLE tune_owners; DELETE FROM schema_migrations WHERE component = 'tuner' AND version = 5;");
+    EXPECT_EQ(raw.schema_version("tuner"), 4);
+  }
+  CliRun list = run_cli(dir, "sessions list --db " + db);
+  EXPECT_EQ(list.exit, 0) << list.err;
+  CliRun resumed = run_cli(dir, "tune --resume 1 --budget 5 --verify 0 --minimise-runs 0 --db " + db);
+  EXPECT_EQ(resumed.exit, 0) << resumed.err;
+  EXPECT_EQ(store::Database(db).schema_version("tuner"), 5);
+  tuner::SessionStore st(db);
+  EXPECT_EQ(st.get(1)->budget, 5);
+  EXPECT_FALSE(st.owner(1));
 }
 
 // ---- tune: keep your defaults -------------------------------------------------------------------
