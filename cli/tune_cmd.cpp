@@ -217,6 +217,24 @@ class InterruptibleObjective final : public Objective {
   Interruption& stop_;
 };
 
+// The live objective, whose failure "no metric" says when the output it read was cut.
+class DroppedOutputObjective final : public Objective {
+ public:
+  explicit DroppedOutputObjective(Objective& inner) : inner_(inner) {}
+  void plan(const RunPlan& next) override { inner_.plan(next); }
+  Measurement evaluate(const Config& c) override { return noted(inner_.evaluate(c)); }
+  Measurement evaluate_within(const Config& c, double limit_s) override {
+    return noted(inner_.evaluate_within(c, limit_s));
+  }
+
+ private:
+  static Measurement noted(Measurement m) {
+    m.failure = note_dropped_output(m.failure);
+    return m;
+  }
+  Objective& inner_;
+};
+
 // What the whole command may still run and how long a run takes: the plan's estimate and each
 // progress line's ETA.
 struct RunClock {
@@ -888,7 +906,8 @@ int run_tune(TuneArgs a, Interruption* stop) {
     slurm = slurm_objective(a, db, id, space, os, *sessions, cluster);
     resumed = recover_jobs(*slurm, *sessions, id, std::move(resumed));
   }
-  ClockedObjective clocked(slurm ? static_cast<Objective&>(*slurm) : *live, clock);
+  DroppedOutputObjective local(*live);
+  ClockedObjective clocked(slurm ? static_cast<Objective&>(*slurm) : local, clock);
   std::unique_ptr<Objective> guarded;
   if (stop) guarded = std::make_unique<InterruptibleObjective>(clocked, *stop);
   Objective* objective = guarded ? guarded.get() : &clocked;

@@ -395,12 +395,52 @@ std::vector<std::pair<std::pair<size_t, size_t>, Placeholder>> scan_placeholders
   return out;
 }
 
-void drain(int& fd, std::string& into, size_t cap) {
+// One stream of the child's output within RunSpec::output_cap: the first half of the cap as it
+// came, and the latest bytes in the other half, so that what a program prints last (its metric,
+// its error) survives an output of any length. What falls between is counted, not kept.
+class CappedOutput {
+ public:
+  explicit CappedOutput(size_t cap) : head_cap_(cap / 2), tail_cap_(cap - cap / 2) {}
+
+  void add(const char* p, size_t n) {
+    total_ += n;
+    const size_t h = std::min(n, head_cap_ - head_.size());
+    head_.append(p, h);
+    if (n == h) return;
+    tail_.append(p + h, n - h);
+    // Trimmed now and then rather than on every read: each byte is moved a bounded number of times.
+    if (tail_.size() > 2 * tail_cap_ + 65536) tail_.erase(0, tail_.size() - tail_cap_);
+  }
+
+  // The bytes kept; when some were dropped, the lines they cut are dropped whole too (a line cut in
+  // two would read as another number) and one marker line stands where they were.
+  std::string text(size_t& dropped) const {
+    std::string head = head_;
+    std::string tail = tail_.size() > tail_cap_ ? tail_.substr(tail_.size() - tail_cap_) : tail_;
+    dropped = total_ - head.size() - tail.size();
+    if (dropped == 0) return head + tail;
+    if (auto nl = head.rfind('\n'); nl != std::string::npos) head.erase(nl + 1);
+    if (auto nl = tail.find('\n'); nl != std::string::npos && nl + 1 < tail.size()) tail.erase(0, nl + 1);
+    dropped = total_ - head.size() - tail.size();
+    if (!head.empty() && head.back() != '\n') head += '\n';
+    return head + "[syspilot: " + std::to_string(dropped) + " bytes of output dropped here]\n" + tail;
+  }
+
+ private:
+  size_t head_cap_, tail_cap_;
+  size_t total_ = 0;
+  std::string head_, tail_;
+};
+
+// What the last run() on this thread dropped (last_output_dropped()).
+thread_local OutputDropped last_dropped;
+
+void drain(int& fd, CappedOutput& into) {
   char buf[65536];
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n > 0) {
-      if (into.size() < cap) into.append(buf, std::min<size_t>(n, cap - into.size()));
+      into.add(buf, static_cast<size_t>(n));
       continue;
     }
     if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
@@ -495,8 +535,21 @@ int online_cpus() {
   return n > 0 ? static_cast<int>(n) : 1;
 }
 
+OutputDropped last_output_dropped() { return last_dropped; }
+
+std::string note_dropped_output(const std::string& failure) {
+  const OutputDropped d = last_dropped;
+  if (failure.rfind("no metric", 0) != 0 || (d.stdout_bytes == 0 && d.stderr_bytes == 0)) return failure;
+  std::string where;
+  if (d.stdout_bytes > 0) where = std::to_string(d.stdout_bytes) + " bytes in the middle of stdout";
+  if (d.stderr_bytes > 0)
+    where += (where.empty() ? "" : " and ") + std::to_string(d.stderr_bytes) + " bytes in the middle of stderr";
+  return failure + " (the output was cut: " + where + " were not kept)";
+}
+
 RunResult run(const RunSpec& spec) {
   RunResult r;
+  last_dropped = {};
   if (spec.argv.empty() || spec.argv[0].empty()) {
     r.failure = "exec failed: no command given";
     return r;
@@ -596,6 +649,7 @@ RunResult run(const RunSpec& spec) {
   // the differences between configurations of short runs).
   int pid_fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
 
+  CappedOutput out(spec.output_cap), err(spec.output_cap);
   TreeSampler sampler(pid, pid);
   const bool sampling = spec.sample_interval_s > 0;
   const int interval_ms = sampling ? std::max(1, int(spec.sample_interval_s * 1000)) : 50;
@@ -649,8 +703,8 @@ RunResult run(const RunSpec& spec) {
     if (n == 0) {
       ::usleep(static_cast<useconds_t>(std::min(wait_ms, 2)) * 1000);
     } else if (::poll(fds, n, wait_ms) > 0) {
-      if (out_fd >= 0) drain(out_fd, r.stdout_text, spec.output_cap);
-      if (err_fd >= 0) drain(err_fd, r.stderr_text, spec.output_cap);
+      if (out_fd >= 0) drain(out_fd, out);
+      if (err_fd >= 0) drain(err_fd, err);
     }
   }
   r.wall_s = seconds_since(t0);
@@ -665,10 +719,13 @@ RunResult run(const RunSpec& spec) {
     while (f >= 0 && Clock::now() < deadline) {
       pollfd p{f, POLLIN, 0};
       if (::poll(&p, 1, 50) <= 0) continue;
-      drain(f, fd == out_fd ? r.stdout_text : r.stderr_text, spec.output_cap);
+      drain(f, fd == out_fd ? out : err);
     }
     if (f >= 0) ::close(f);
   }
+  r.stdout_text = out.text(r.stdout_dropped);
+  r.stderr_text = err.text(r.stderr_dropped);
+  last_dropped = {r.stdout_dropped, r.stderr_dropped};
   r.sampler_cpu_s = thread_cpu_s() - cpu0;
 
   read_counters(counters, r);

@@ -18,7 +18,8 @@ struct RunSpec {
   std::string cwd;                               // empty: the caller's
   double sample_interval_s = 0.02;               // /proc sampling period; <= 0: no sampling
   bool perf = true;                              // perf_event_open software counters
-  size_t output_cap = 1 << 20;                   // bytes kept of stdout and of stderr each
+  size_t output_cap = 1 << 20;                   // bytes kept of stdout and of stderr each: the
+                                                 // first half of it and the last, when longer
   bool placeholders = true;                      // replace {NAME} in argv (substitute_placeholders);
                                                  // false for a command that passes them on (syspilot itself)
 };
@@ -73,7 +74,11 @@ struct RunResult {
   std::vector<std::string> executables;          // programs the tree's processes ran (/proc/PID/exe)
   std::map<std::string, double> perf;            // perf_event_open counters that worked
   std::vector<std::string> perf_notes;           // "cycles: not supported on this kernel/VM"
-  std::string stdout_text, stderr_text;          // capped at RunSpec::output_cap
+  std::string stdout_text, stderr_text;          // capped at RunSpec::output_cap: an output longer
+                                                 // keeps its first and last lines within it, and
+                                                 // a line "[syspilot: N bytes of output dropped
+                                                 // here]" stands for the lines between
+  size_t stdout_dropped = 0, stderr_dropped = 0; // the N of each (0: kept whole)
   double sampler_cpu_s = 0;  // CPU the sampler itself spent (profiling overhead)
 
   bool ok() const { return started && !timed_out && term_signal == 0 && exit_code == 0; }
@@ -83,6 +88,19 @@ struct RunResult {
 // Placeholders in the arguments are replaced first (substitute_placeholders, with the child's
 // environment) unless RunSpec::placeholders is false.
 RunResult run(const RunSpec& spec);
+
+// What the last run() on the calling thread dropped of its output (RunResult::stdout_dropped and
+// stderr_dropped), for a caller that gets only what was read from it: the live objective's
+// metric that "matched no number" in an output cut short.
+struct OutputDropped {
+  size_t stdout_bytes = 0, stderr_bytes = 0;
+};
+OutputDropped last_output_dropped();
+// `failure` as it should read after the last run() on this thread: a metric that matched no
+// number ("no metric: ...") in an output that was cut says how much was dropped, "no metric: /x/
+// matched no number in the output (the output was cut: 2097152 bytes in the middle of stdout
+// were not kept)"; any other failure, or an output kept whole, is returned as it is.
+std::string note_dropped_output(const std::string& failure);
 
 // `{NAME}` or `{NAME:-DEFAULT}` inside an argument (NAME: capitals, digits and '_', not
 // starting with a digit; not preceded by '$', which is the shell's own `${NAME}`): a control

@@ -169,6 +169,7 @@ TrialResult run_trial(const TrialSpec& spec) {
   live.set_reference_output(spec.reference_output);
   TrialResult r;
   r.m = live.evaluate_within(spec.config, spec.limit_s);
+  r.m.failure = note_dropped_output(r.m.failure);
   r.m.node = node_name();
   if (spec.config.empty()) r.reference_output = live.reference_output();
   return r;

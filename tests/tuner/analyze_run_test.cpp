@@ -104,5 +104,8 @@ TEST(Run, OutputIsCapped) {
   s.output_cap = 1000;
   auto r = run(s);
   EXPECT_TRUE(r.ok());
-  EXPECT_EQ(r.stdout_text.size(), 1000u);
+  // One line longer than the cap: its first and last 500 bytes, the marker between.
+  const std::string marker = "[syspilot: 99000 bytes of output dropped here]\n";
+  EXPECT_EQ(r.stdout_text, std::string(500, '\0') + "\n" + marker + std::string(500, '\0'));
+  EXPECT_EQ(r.stdout_dropped, 99000u);
 }
