@@ -109,3 +109,40 @@ TEST(Run, OutputIsCapped) {
   EXPECT_EQ(r.stdout_text, std::string(500, '\0') + "\n" + marker + std::string(500, '\0'));
   EXPECT_EQ(r.stdout_dropped, 99000u);
 }
+
+// An output past the cap keeps its first and its last whole lines, each within half the cap, and
+// one marker line says how many bytes were dropped between them; on stdout and stderr alike.
+TEST(Run, OutputPastTheCapKeepsItsFirstAndLastLines) {
+  std::string all;  // what `seq 1 300000` prints, 2 MB
+  for (int i = 1; i <= 300000; ++i) all += std::to_string(i) + "\n";
+  for (const std::string redirect : {"", " >&2"}) {
+    RunSpec s;
+    s.argv = {"/bin/sh", "-c", "seq 1 300000" + redirect};
+    auto r = run(s);
+    ASSERT_TRUE(r.ok()) << r.failure;
+    const std::string& text = redirect.empty() ? r.stdout_text : r.stderr_text;
+    const size_t dropped = redirect.empty() ? r.stdout_dropped : r.stderr_dropped;
+    EXPECT_EQ(redirect.empty() ? r.stderr_dropped : r.stdout_dropped, 0u);
+    const OutputDropped last = last_output_dropped();
+    EXPECT_EQ(redirect.empty() ? last.stdout_bytes : last.stderr_bytes, dropped);
+    const std::string marker = "[syspilot: " + std::to_string(dropped) + " bytes of output dropped here]\n";
+    const size_t at = text.find(marker);
+    ASSERT_NE(at, std::string::npos) << redirect << ": no marker of " << dropped << " bytes";
+    const std::string head = text.substr(0, at), tail = text.substr(at + marker.size());
+    EXPECT_LE(head.size(), size_t{1} << 19);
+    EXPECT_LE(tail.size(), size_t{1} << 19);
+    EXPECT_GT(head.size() + tail.size(), (size_t{1} << 20) - 20) << "less than the cap was kept";
+    // Whole lines: the first ones as printed, the last ones as printed, nothing else.
+    EXPECT_EQ(all.compare(0, head.size(), head), 0);
+    EXPECT_EQ(all.compare(all.size() - tail.size(), tail.size(), tail), 0);
+    EXPECT_EQ(head.back(), '\n');
+    EXPECT_EQ(all[all.size() - tail.size() - 1], '\n') << "the tail starts inside a line";
+    EXPECT_EQ(head.size() + dropped + tail.size(), all.size());
+  }
+  RunSpec small;
+  small.argv = {"/bin/sh", "-c", "seq 1 1000"};
+  auto r = run(small);
+  EXPECT_EQ(r.stdout_text, all.substr(0, all.find("\n1001\n") + 1));
+  EXPECT_EQ(r.stdout_dropped, 0u);
+  EXPECT_EQ(last_output_dropped().stdout_bytes, 0u);
+}

@@ -415,6 +415,33 @@ TEST(TuneCli, MetricsAreReadLineByLineAndMustBePositive) {
   EXPECT_TRUE(big.ok()) << big.failure << big.stderr_text.substr(0, 2000);
 }
 
+// A metric printed after 2.7 MB of output (past the 1 MiB kept of stdout) is read from the
+// output's last lines; where none is printed, the failure says the output was cut and by how much.
+TEST(TuneCli, AMetricAfterALongOutputIsReadAndAMissingOneSaysTheOutputWasCut) {
+  Scratch s("cli-metric-long");
+  const std::vector<std::string> args = {"--budget", "4", "--max-repeats", "1", "--strategy", "grid", "--verify", "0",
+                                         "--minimise-runs", "0", "--add", "X=1,2", "--metric", "score: (\\S+)"};
+  auto tune_of = [&](const std::string& db, const std::string& command) {
+    std::vector<std::string> a = {"--db", s / db};
+    a.insert(a.end(), args.begin(), args.end());
+    a.insert(a.end(), {"--", "/bin/sh", "-c", command});
+    return tune_cli(a);
+  };
+  RunResult read = tune_of("read.db", "seq 1 400000; echo \"score: ${X:-3}\"");
+  EXPECT_TRUE(read.ok()) << read.failure << read.stderr_text.substr(0, 2000);
+  EXPECT_EQ(read.stderr_text.find("no metric"), std::string::npos) << read.stderr_text;
+  EXPECT_NE(read.stdout_text.find("X=1"), std::string::npos) << read.stdout_text;
+  SessionStore st(s / "read.db");
+  for (const auto& t : st.trials(1)) EXPECT_TRUE(t.m.ok) << t.m.failure;
+
+  RunResult missing = tune_of("missing.db", "seq 1 400000");
+  EXPECT_EQ(missing.exit_code, 1) << missing.stderr_text;
+  EXPECT_TRUE(std::regex_search(missing.stderr_text,
+                                std::regex("no metric: /score: \\(\\\\S\\+\\)/ matched no number in the output "
+                                           "\\(the output was cut: [0-9]+ bytes in the middle of stdout were not kept\\)")))
+      << missing.stderr_text.substr(0, 3000);
+}
+
 // --score-cmd: a command scores each run from its output file; the smallest score wins.
 TEST(TuneCli, ScoreCommandScoresEachRun) {
   Scratch s("cli-score");
