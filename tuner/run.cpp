@@ -616,8 +616,20 @@ RunResult run(const RunSpec& spec) {
 
   auto t0 = Clock::now();
   double cpu0 = thread_cpu_s();
-  ssize_t ignored = ::write(go_pipe[1], "g", 1);
-  (void)ignored;
+  {
+    // The child may be gone before it is told to start (tune's Ctrl-C kills the runs it finds,
+    // one that is starting included): the write then fails with EPIPE, and the SIGPIPE it raises
+    // in this thread is taken here instead of ending the process.
+    sigset_t pipe_sig, old_mask;
+    sigemptyset(&pipe_sig);
+    sigaddset(&pipe_sig, SIGPIPE);
+    ::pthread_sigmask(SIG_BLOCK, &pipe_sig, &old_mask);
+    if (::write(go_pipe[1], "g", 1) < 0 && errno == EPIPE) {
+      timespec none{};
+      ::sigtimedwait(&pipe_sig, nullptr, &none);
+    }
+    ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  }
   ::close(go_pipe[1]);
 
   int tagged[2] = {0, 0};
