@@ -118,6 +118,9 @@ int run_screen(const EvalArgs& a) {
     }
     std::cout << s.name << ": " << sc.controls.size() << " controls screened, " << kept << " inert at some value; "
               << inert << " of " << values << " values inert (tolerance " << sc.tolerance * 100 << "%)\n";
+    if (sc.default_drifted())
+      std::cerr << s.name << ": the default ran " << tuner::median(sc.default_samples) << " s in the screen against "
+                << sc.table_default << " s in the table: the machine or the program changed since it was measured\n";
   }
   return failed ? kFindings : kOk;
 }

@@ -230,7 +230,7 @@ class LiveObjective : public tuner::Objective {
 // env control of the contracts the scenario composes, at the domains the space builder gives
 // them on the scenario's machine. A control the table does not vary is screened: each of its
 // values runs once beside runs of the user's default, and a value whose run lies within the
-// default's runs widened by the table's noise is inert. Replay answers an inert value by
+// default's runs around it in time widened by the table's noise is inert. Replay answers an inert value by
 // projection (the table's configuration without it); a value that is not inert cannot be
 // answered, so the peers' domain leaves it out and the report says so.
 struct ScreenedValue {
@@ -239,6 +239,9 @@ struct ScreenedValue {
   std::vector<double> outside_load;  // cores of outside load during each run
   std::string failure;               // "" when it ran
   bool inert = false;
+  // Index in Screen::default_samples of the default's run just before this value's run (-1:
+  // not recorded): the band is that run and the next, the default's neighbours in time.
+  int after_default = -1;
 };
 struct ScreenedControl {
   std::string name, library;
@@ -252,6 +255,10 @@ struct Screen {
   std::vector<double> default_samples;  // the interleaved runs of the user's default
   std::vector<double> default_load;     // their outside load
   double tolerance = 0;                 // relative widening of the default's range
+  double table_default = 0;             // the table's median of the default (seconds), for comparison
+  // True when the screen's default runs lie outside the table's median widened by the
+  // tolerance: the machine or the program changed since the table was measured.
+  bool default_drifted() const;
   std::vector<ScreenedControl> controls;
   const ScreenedControl* find(const std::string& name) const;
 };
@@ -264,11 +271,15 @@ std::vector<ScreenedControl> screen_candidates(const Scenario& s, Diagnostics& d
 bool load_screen(const std::string& path, Screen& out, Diagnostics& diags);
 void save_screen(const std::string& path, const Screen& sc);
 // Screens the candidates not screened yet in `path` (resumable, saved after each control),
-// under the same outside-load guard as a table's runs. `t` is the scenario's table (its
-// default's samples and its noise set the band).
+// under the same outside-load guard as a table's runs. `t` is the scenario's table (its noise
+// sets the tolerance; its default's median is recorded beside the screen's).
 Screen screen(const Scenario& s, const Table& t, const std::string& path, const MeasureOptions& o, Diagnostics& diags);
 // The verdict on one screened value: within [min(default) x (1 - tol), max(default) x (1 + tol)].
 bool inert(const std::vector<double>& samples, const std::vector<double>& default_samples, double tolerance);
+// The default's runs a value is judged against: the one before it and the one after it (a
+// machine that drifts during a screen moves the band with it), or all of them when its place
+// is not recorded.
+std::vector<double> neighbours(const Screen& sc, const ScreenedValue& v);
 
 // The peers' space: the table's controls at the table's values, then each screened control
 // with its inert values. `projected` receives the screened controls kept (replay drops them).

@@ -13,6 +13,7 @@
 
 #include "eval/eval.h"
 #include "lpcl/lpcl.h"
+#include "tuner/search.h"
 #include "tuner/space.h"
 
 namespace syspilot::eval {
@@ -90,13 +91,16 @@ nlohmann::json to_json(const Screen& sc) {
   j["default_samples"] = sc.default_samples;
   j["default_outside_load"] = sc.default_load;
   j["tolerance"] = sc.tolerance;
+  j["table_default_median"] = sc.table_default;
   j["rule"] = "a value is inert when its run lies within [min x (1 - tolerance), max x (1 + tolerance)] of the "
-              "default's runs (the table's and these), tolerance the table's noise and at least 5%";
+              "default's runs just before and just after it (after_default and the next; all of them where it is "
+              "not recorded), tolerance the table's noise and at least 5%";
   j["controls"] = nlohmann::json::array();
   for (const auto& c : sc.controls) {
     nlohmann::json values = nlohmann::json::array();
     for (const auto& v : c.values) {
-      nlohmann::json x = {{"value", v.value}, {"samples", v.samples}, {"outside_load", v.outside_load}, {"inert", v.inert}};
+      nlohmann::json x = {{"value", v.value},   {"samples", v.samples},           {"outside_load", v.outside_load},
+                          {"inert", v.inert},   {"after_default", v.after_default}};
       if (!v.failure.empty()) x["failure"] = v.failure;
       values.push_back(std::move(x));
     }
@@ -111,6 +115,20 @@ const ScreenedControl* Screen::find(const std::string& name) const {
   for (const auto& c : controls)
     if (c.name == name) return &c;
   return nullptr;
+}
+
+bool Screen::default_drifted() const {
+  if (table_default <= 0 || default_samples.empty()) return false;
+  double m = tuner::median(default_samples);
+  return m > table_default * (1 + tolerance) || m < table_default * (1 - tolerance);
+}
+
+std::vector<double> neighbours(const Screen& sc, const ScreenedValue& v) {
+  const auto& d = sc.default_samples;
+  if (v.after_default < 0 || static_cast<size_t>(v.after_default) >= d.size()) return d;
+  std::vector<double> out = {d[v.after_default]};
+  if (static_cast<size_t>(v.after_default) + 1 < d.size()) out.push_back(d[v.after_default + 1]);
+  return out;
 }
 
 bool inert(const std::vector<double>& samples, const std::vector<double>& default_samples, double tolerance) {
@@ -159,12 +177,13 @@ bool load_screen(const std::string& path, Screen& out, Diagnostics& diags) {
     sc.default_samples = j.at("default_samples").get<std::vector<double>>();
     sc.default_load = j.value("default_outside_load", std::vector<double>{});
     sc.tolerance = j.at("tolerance").get<double>();
+    sc.table_default = j.value("table_default_median", 0.0);
     for (const auto& c : j.at("controls")) {
       ScreenedControl x{c.at("control").get<std::string>(), c.value("library", ""), {}};
       for (const auto& v : c.at("values"))
         x.values.push_back({v.at("value").get<std::string>(), v.at("samples").get<std::vector<double>>(),
                             v.value("outside_load", std::vector<double>{}), v.value("failure", ""),
-                            v.at("inert").get<bool>()});
+                            v.at("inert").get<bool>(), v.value("after_default", -1)});
       sc.controls.push_back(std::move(x));
     }
     out = std::move(sc);
@@ -190,13 +209,12 @@ Screen screen(const Scenario& s, const Table& t, const std::string& path, const 
   sc.args = s.args;
   sc.machine = describe_machine();
   sc.tolerance = std::max(0.05, t.noise());
-  std::vector<double> table_default;
-  if (const Entry* d = t.find(normalise(s, {}))) table_default = d->samples;
+  if (const Entry* d = t.find(normalise(s, {}))) sc.table_default = d->median();
+  // The band is the default's runs of this screen around each value's run (neighbours()): a
+  // table measured on another day (another kernel, another host) may hold another default.
   auto verdicts = [&] {
-    std::vector<double> band = table_default;
-    band.insert(band.end(), sc.default_samples.begin(), sc.default_samples.end());
     for (auto& c : sc.controls)
-      for (auto& v : c.values) v.inert = v.failure.empty() && inert(v.samples, band, sc.tolerance);
+      for (auto& v : c.values) v.inert = v.failure.empty() && inert(v.samples, neighbours(sc, v), sc.tolerance);
   };
   auto progress = [&](const std::string& line) {
     if (o.progress) o.progress(s.name + " screen  " + line);
@@ -220,6 +238,7 @@ Screen screen(const Scenario& s, const Table& t, const std::string& path, const 
     if (sc.default_samples.empty()) run_default();
     ScreenedControl c = candidate;
     for (auto& v : c.values) {
+      v.after_default = static_cast<int>(sc.default_samples.size()) - 1;
       Run r = guarded(s, with(s, c.name, v.value), o);
       if (r.ok) {
         v.samples.push_back(r.wall_s);
