@@ -1005,6 +1005,29 @@ TEST(Screen, InertIsTheDefaultsRangeWidenedByTheTolerance) {
   EXPECT_TRUE(inert({1.3}, def, 0.3));
   EXPECT_FALSE(inert({}, def, 0.05));
   EXPECT_FALSE(inert({1.0}, {}, 0.05));
+
+  // The screen's default against the table's: a drift beyond the tolerance is reported.
+  Screen sc;
+  sc.table_default = 1.0;
+  sc.tolerance = 0.1;
+  EXPECT_FALSE(sc.default_drifted()) << "no default run yet";
+  sc.default_samples = {1.05, 0.95, 1.08};
+  EXPECT_FALSE(sc.default_drifted());
+  sc.default_samples = {3.3, 3.4, 0.4};
+  EXPECT_TRUE(sc.default_drifted());
+  sc.default_samples = {0.8};
+  EXPECT_TRUE(sc.default_drifted());
+
+  // A value is judged against the default's runs around it in time.
+  sc.default_samples = {1.0, 1.5, 2.0};
+  ScreenedValue v;
+  EXPECT_EQ(neighbours(sc, v), sc.default_samples) << "place not recorded: every default run";
+  v.after_default = 0;
+  EXPECT_EQ(neighbours(sc, v), (std::vector<double>{1.0, 1.5}));
+  v.after_default = 2;
+  EXPECT_EQ(neighbours(sc, v), (std::vector<double>{2.0}));
+  v.after_default = 7;
+  EXPECT_EQ(neighbours(sc, v), sc.default_samples);
 }
 
 // The candidates are the env controls of the scenario's contracts that the table does not
@@ -1149,7 +1172,15 @@ TEST(Screen, LiveScreenFindsTheValueThatMattersAndResumes) {
   EXPECT_FALSE(sc.find("OMP_WAIT_POLICY")) << "the table varies it";
   EXPECT_GE(sc.default_samples.size(), 2u);
   size_t values = 0;
-  for (const auto& c : sc.controls) values += c.values.size();
+  int last = -1;
+  for (const auto& c : sc.controls)
+    for (const auto& v : c.values) {
+      ++values;
+      EXPECT_GE(v.after_default, last) << "the default run before each value, in the order they ran";
+      EXPECT_LT(v.after_default, static_cast<int>(sc.default_samples.size()));
+      EXPECT_GE(v.after_default, 0);
+      last = v.after_default;
+    }
   EXPECT_GE(sc.default_samples.size(), 1 + (values - 1) / 4) << "a default run every four runs";
 
   Screen back;
