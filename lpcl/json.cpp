@@ -159,6 +159,10 @@ class Reader {
       err("", "expected a JSON object with \"contracts\" (or a single contract object)");
       return doc;
     }
+    // The version of the JSON form: this reader knows 1 (to_json writes it); a document that
+    // names another was written by a reader this one cannot vouch for.
+    if (const json* v = field(j, "lpcl"); v && !(v->is_number_integer() && v->get<long long>() == 1))
+      err("lpcl", "this is LPCL JSON version " + v->dump().substr(0, 40) + "; this reader knows version 1");
     if (j.contains("contracts")) {
       const json& cs = j["contracts"];
       if (!cs.is_array()) {
@@ -474,7 +478,8 @@ class Reader {
       return c;
     }
     c.name = str(j, "name", path);
-    if (!c.name.empty() && !is_name_path(c.name)) err(join(path, "name"), "'" + c.name.substr(0, 60) + "' is not a valid contract name");
+    if (c.name.empty()) err(join(path, "name"), "a contract needs a name (`contract NAME \"VERSION\" { ... }`)");
+    else if (!is_name_path(c.name)) err(join(path, "name"), "'" + c.name.substr(0, 60) + "' is not a valid contract name");
     c.version = str(j, "version", path);
     c.doc = str(j, "doc", path);
     c.loc = location(j, path);
