@@ -27,14 +27,6 @@ namespace {
 
 // One session: the strategy's trials folded into best-so-far per run, scored against the
 // table's medians (the truth), not the noisy value the tuner saw.
-std::string fixed_seconds(double v) {
-  std::ostringstream o;
-  o.setf(std::ios::fixed);
-  o.precision(3);
-  o << v;
-  return o.str();
-}
-
 // The general-purpose tuners search the peers' space (`screen`: the table's controls and the
 // screened inert ones, answered by projection); syspilot the table's, the expert its subspace.
 bool peer(const std::string& tuner_name) { return tuner_name != "syspilot" && tuner_name != "expert"; }
@@ -291,8 +283,8 @@ Comparison compare_draws(const std::vector<Scenario>& scenarios, const std::map<
         if (!partly.empty()) note << "; inert at some values only: " << join(partly);
         if (!out.empty()) note << "; not inert at any value, left out (the table would have to vary them): " << join(out);
         if (screen->default_drifted())
-          note << "; the default ran " << fixed_seconds(tuner::median(screen->default_samples)) << " s in the screen against "
-               << fixed_seconds(screen->table_default) << " s in the table: the machine changed since the table";
+          note << "; the default ran " << fixed(tuner::median(screen->default_samples), 3) << " s in the screen against "
+               << fixed(screen->table_default, 3) << " s in the table: the machine changed since the table";
       }
       r.peer_note = note.str();
     }

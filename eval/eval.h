@@ -165,6 +165,9 @@ void write_atomically(const std::string& path, const std::string& text);
 // The current time, UTC, as the tables record it (2026-12-06T08:16:00Z).
 std::string utc_now();
 
+// `v` with `digits` digits after the point, as the report writes figures.
+std::string fixed(double v, int digits = 2);
+
 // The machine description stored with every table.
 std::map<std::string, std::string> describe_machine();
 // sha256 over the contract files (sorted by name; name and content); files listed in `files`.
@@ -189,6 +192,10 @@ struct Run {
 Run run_once(const Scenario& s, const Config& c);
 // The same under an environment given whole (a control beyond the space: screening).
 Run run_environment(const Scenario& s, const Environment& env);
+// run_environment() under the outside-load guard of MeasureOptions: a run taken while outside
+// load exceeded max_load is retried (load_retries times, with back-off), then kept with the load
+// it saw; each retried run is counted in `discarded` when given.
+Run run_guarded(const Scenario& s, const Environment& env, const MeasureOptions& o, int* discarded = nullptr);
 
 // Measures (or resumes measuring) the scenario's whole space into `path`: interleaved rounds,
 // each configuration once per round in a shuffled order, the table saved after every round.

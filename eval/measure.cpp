@@ -44,6 +44,15 @@ Run run_environment(const Scenario& s, const Environment& env) {
   return out;
 }
 
+Run run_guarded(const Scenario& s, const Environment& env, const MeasureOptions& o, int* discarded) {
+  for (int attempt = 0;; ++attempt) {
+    Run r = run_environment(s, env);
+    if (!r.ok || r.outside_load <= o.max_load || attempt >= o.load_retries) return r;
+    if (discarded) ++*discarded;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300 * (attempt + 1)));
+  }
+}
+
 Table measure(const Scenario& s, const std::string& path, const MeasureOptions& o, Diagnostics& diags) {
   Table t;
   if (std::filesystem::exists(path)) {
@@ -94,13 +103,7 @@ Table measure(const Scenario& s, const std::string& path, const MeasureOptions& 
     std::shuffle(order.begin(), order.end(), rng);
     for (size_t i : order) {
       Entry& e = t.entries[i];
-      Run r;
-      for (int attempt = 0;; ++attempt) {
-        r = run_once(s, assignment(s, e.config));
-        if (!r.ok || r.outside_load <= o.max_load || attempt >= o.load_retries) break;
-        ++e.discarded;
-        std::this_thread::sleep_for(std::chrono::milliseconds(300 * (attempt + 1)));
-      }
+      Run r = run_guarded(s, environment(s, assignment(s, e.config)), o, &e.discarded);
       if (r.ok) {
         e.samples.push_back(r.wall_s);
         e.outside_load.push_back(r.outside_load);

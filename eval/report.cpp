@@ -12,15 +12,15 @@
 
 namespace syspilot::eval {
 
-namespace {
-
-const std::vector<std::string> kGeneral = {"random", "optuna-tpe", "optuna-cmaes"};
-
-std::string fixed(double v, int digits = 2) {
+std::string fixed(double v, int digits) {
   std::ostringstream s;
   s << std::fixed << std::setprecision(digits) << v;
   return s.str();
 }
+
+namespace {
+
+const std::vector<std::string> kGeneral = {"random", "optuna-tpe", "optuna-cmaes"};
 
 std::string config_text(const Config& c) {
   return c.empty() ? "(nothing set)" : tuner::to_string(c);

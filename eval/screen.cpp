@@ -1,13 +1,9 @@
 // The peers' space beyond a scenario's table: the env controls its contracts offer, screened
 // by live runs (inert within noise or not), and answered in replay by projection.
 #include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <sstream>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -72,15 +68,8 @@ Environment with(const Scenario& s, const std::string& name, const std::string& 
   return env;
 }
 
-// One guarded run: retried while outside load exceeds the guard, as a table's runs are.
-Run guarded(const Scenario& s, const Environment& env, const MeasureOptions& o) {
-  Run r;
-  for (int attempt = 0;; ++attempt) {
-    r = run_environment(s, env);
-    if (!r.ok || r.outside_load <= o.max_load || attempt >= o.load_retries) return r;
-    std::this_thread::sleep_for(std::chrono::milliseconds(300 * (attempt + 1)));
-  }
-}
+// An outside load as progress lines print it (0.12).
+std::string load_text(double load) { return fixed(load, 2); }
 
 nlohmann::json to_json(const Screen& sc) {
   nlohmann::json j;
@@ -220,13 +209,13 @@ Screen screen(const Scenario& s, const Table& t, const std::string& path, const 
     if (o.progress) o.progress(s.name + " screen  " + line);
   };
   auto run_default = [&] {
-    Run r = guarded(s, environment(s, {}), o);
+    Run r = run_guarded(s, environment(s, {}), o);
     if (r.ok) {
       sc.default_samples.push_back(r.wall_s);
       sc.default_load.push_back(r.outside_load);
     }
     progress("default  " + (r.ok ? std::to_string(r.wall_s) + " s" : "FAILED: " + r.failure) + "  load " +
-             std::to_string(std::round(r.outside_load * 100) / 100).substr(0, 4));
+             load_text(r.outside_load));
   };
   int since_default = 0;
   for (const auto& candidate : screen_candidates(s, diags)) {
@@ -239,14 +228,14 @@ Screen screen(const Scenario& s, const Table& t, const std::string& path, const 
     ScreenedControl c = candidate;
     for (auto& v : c.values) {
       v.after_default = static_cast<int>(sc.default_samples.size()) - 1;
-      Run r = guarded(s, with(s, c.name, v.value), o);
+      Run r = run_guarded(s, with(s, c.name, v.value), o);
       if (r.ok) {
         v.samples.push_back(r.wall_s);
         v.outside_load.push_back(r.outside_load);
       } else
         v.failure = r.failure.empty() ? "failed" : r.failure;
       progress(c.name + "=" + v.value + "  " + (r.ok ? std::to_string(r.wall_s) + " s" : "FAILED: " + v.failure) +
-               "  load " + std::to_string(std::round(r.outside_load * 100) / 100).substr(0, 4));
+               "  load " + load_text(r.outside_load));
       // the default again every few runs, so that the band follows the machine's drift
       if (++since_default >= 4) {
         run_default();

@@ -281,12 +281,19 @@ void BuildMap::linked_into_library(const std::string& key) {
 void BuildMap::add(const std::string& rel, std::string_view text) {
   std::string dir = fs::path(rel).parent_path().generic_string();
   std::string name = lower(fs::path(rel).filename().string());
+  // The sources a build file lists that are sources of this tree, relative to its root.
+  auto source_paths = [&](const std::vector<std::string>& sources) {
+    std::vector<std::string> out;
+    for (auto& src : sources) {
+      std::string path = resolve(dir, src);
+      if (!path.empty() && is_source(path)) out.push_back(path);
+    }
+    return out;
+  };
   auto classify = [&](const std::string& target, bool library, bool tested, const std::vector<std::string>& sources,
                       bool convenience = false) {
     std::string said = by_target_name(target);
-    for (auto& src : sources) {
-      std::string path = resolve(dir, src);
-      if (path.empty() || !is_source(path)) continue;
+    for (auto& path : source_paths(sources)) {
       std::string scope;
       if (tested) scope = "test";
       else if (!said.empty()) scope = said;
@@ -298,14 +305,6 @@ void BuildMap::add(const std::string& rel, std::string_view text) {
   // The scope a target's sources get when nothing but its kind and name speak (classify's).
   auto library_target = [](const std::string& target, bool library, bool tested) {
     return library && !tested && by_target_name(target).empty();
-  };
-  auto source_paths = [&](const std::vector<std::string>& sources) {
-    std::vector<std::string> out;
-    for (auto& src : sources) {
-      std::string path = resolve(dir, src);
-      if (!path.empty() && is_source(path)) out.push_back(path);
-    }
-    return out;
   };
 
   if (name == "cmakelists.txt" || ends_with(name, ".cmake")) {
