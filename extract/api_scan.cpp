@@ -78,7 +78,19 @@ struct Visit {
   std::vector<ApiControl>* out;
   std::set<std::string>* seen;
   const std::vector<Knob>* knobs;
+  std::map<std::string, std::string>* aliases;  // #define A B in a public header: A -> B
 };
+
+// Enumerators that mark no value of their own: the first "undefined" one, the count or bound
+// at the end.
+bool sentinel(const std::string& name) {
+  std::string n = lower(name);
+  for (const char* w : {"undefined", "unknown", "invalid"})
+    if (n.find(w) != std::string::npos) return true;
+  for (const char* w : {"max", "count", "last", "_num", "_end"})
+    if (n.size() > std::strlen(w) && n.ends_with(w)) return true;
+  return false;
+}
 
 std::string real(const std::string& p) {
   std::error_code ec;
@@ -118,7 +130,17 @@ CXChildVisitResult visit(CXCursor c, CXCursor, CXClientData data) {
   if (!item) return CXChildVisit_Continue;
   std::string name = take(clang_getCursorSpelling(c));
   if (name.empty() || name[0] == '_') return CXChildVisit_Continue;
-  if (k == CXCursor_MacroDefinition && clang_Cursor_isMacroFunctionLike(c) == 0) return CXChildVisit_Continue;
+  if (k == CXCursor_MacroDefinition && clang_Cursor_isMacroFunctionLike(c) == 0) {
+    // `#define omp_set_affinity_format ompc_set_affinity_format`: programs call the first name
+    CXTranslationUnit tu = clang_Cursor_getTranslationUnit(c);
+    CXToken* toks = nullptr;
+    unsigned n = 0;
+    clang_tokenize(tu, clang_getCursorExtent(c), &toks, &n);
+    if (n == 2 && clang_getTokenKind(toks[1]) == CXToken_Identifier && v->aliases->size() < 100000)
+      v->aliases->emplace(name, take(clang_getTokenSpelling(tu, toks[1])));
+    if (toks) clang_disposeTokens(tu, toks, n);
+    return CXChildVisit_Continue;
+  }
   std::string sig;
   if (fn) {
     std::string params;
@@ -148,6 +170,40 @@ CXChildVisitResult visit(CXCursor c, CXCursor, CXClientData data) {
   if (cat.empty() && fn && sets_knob(name, *v->knobs)) cat = "setting";
   if (cat.empty() || !v->seen->insert(name).second) return CXChildVisit_Continue;
   v->out->push_back({name, sig, cat, v->rel, static_cast<int>(line), doc});
+  // A keyed setter (SetMagickResourceLimit(ResourceType, limit), cudaDeviceSetLimit(cudaLimit,
+  // value)) sets one limit per value of its enum argument: each value is a control of its own.
+  if (fn && cat == "limit") {
+    for (int i = 0, n = clang_Cursor_getNumArguments(c); i < n; ++i) {
+      CXType t = clang_getCanonicalType(clang_getCursorType(clang_Cursor_getArgument(c, static_cast<unsigned>(i))));
+      if (t.kind != CXType_Enum) continue;
+      CXCursor decl = clang_getTypeDeclaration(t);
+      std::pair<Visit*, std::string> keyed{
+          v, take(clang_getTypeSpelling(clang_getCursorType(clang_Cursor_getArgument(c, static_cast<unsigned>(i)))))};
+      if (keyed.second.starts_with("const ")) keyed.second = keyed.second.substr(6);
+      clang_visitChildren(
+          decl,
+          [](CXCursor e, CXCursor, CXClientData d) {
+            auto* ctx = static_cast<std::pair<Visit*, std::string>*>(d);
+            if (clang_getCursorKind(e) != CXCursor_EnumConstantDecl) return CXChildVisit_Continue;
+            std::string en = take(clang_getCursorSpelling(e));
+            if (en.empty() || en[0] == '_' || sentinel(en)) return CXChildVisit_Continue;
+            CXFile ef;
+            unsigned eline = 0;
+            clang_getExpansionLocation(clang_getCursorLocation(e), &ef, &eline, nullptr, nullptr);
+            if (!ef) return CXChildVisit_Continue;
+            std::string efile = take(clang_getFileName(ef));
+            auto pub = ctx->first->public_rel->find(efile);
+            if (pub == ctx->first->public_rel->end()) pub = ctx->first->public_rel->find(real(efile));
+            if (pub == ctx->first->public_rel->end() || !ctx->first->seen->insert(en).second) return CXChildVisit_Continue;
+            std::string edoc = clean_doc(take(clang_Cursor_getRawCommentText(e)));
+            std::string ecat = lower(en).find("thread") != std::string::npos ? "threads" : "limit";
+            ctx->first->out->push_back({en, "enum " + ctx->second + "::" + en, ecat, pub->second,
+                                        static_cast<int>(eline), edoc});
+            return CXChildVisit_Continue;
+          },
+          &keyed);
+    }
+  }
   return CXChildVisit_Continue;
 }
 
@@ -159,10 +215,29 @@ size_t template_suffix(std::string_view rel) {
   return 0;
 }
 
-// Configure templates (foo.h.in) hold @NAME@ placeholders: drop them so clang sees C.
+// Configure templates (foo.h.in) hold @NAME@ placeholders: drop them so clang sees C. CMake's
+// `#cmakedefine X` is left undefined, `#cmakedefine01 X` defined to 0, as an unconfigured build
+// would have them.
 std::string unconfigure(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (auto [from, to] : {std::pair<std::string_view, std::string_view>{"#cmakedefine01 ", "#define "},
+                          {"#cmakedefine ", "#undef "}}) {
+    for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos;) {
+      s.replace(pos, from.size(), to);
+      if (from == "#cmakedefine01 ") {
+        size_t e = pos + to.size();
+        while (e < s.size() && (std::isalnum(static_cast<unsigned char>(s[e])) || s[e] == '_')) ++e;
+        s.insert(e, " 0");
+      } else {  // #undef takes the name alone
+        size_t e = pos + to.size();
+        while (e < s.size() && (std::isalnum(static_cast<unsigned char>(s[e])) || s[e] == '_')) ++e;
+        size_t eol = s.find('\n', e);
+        s.erase(e, (eol == std::string::npos ? s.size() : eol) - e);
+      }
+      pos += to.size();
+    }
+  }
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '@') {
@@ -215,27 +290,109 @@ std::vector<std::string> opt_in_macros(const std::string& text) {
   return {out.begin(), out.end()};
 }
 
+// The names a header includes, "quoted" or <bracketed>.
+std::vector<std::string> includes_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line) && out.size() < 1000;) {
+    size_t a = line.find_first_not_of(" \t");
+    if (a == std::string::npos || line[a] != '#') continue;
+    size_t b = line.find_first_not_of(" \t", a + 1);
+    if (b == std::string::npos || line.compare(b, 7, "include") != 0) continue;
+    size_t open = line.find_first_of("\"<", b + 7);
+    if (open == std::string::npos) continue;
+    size_t close = line.find(line[open] == '"' ? '"' : '>', open + 1);
+    if (close == std::string::npos || close == open + 1) continue;
+    out.push_back(line.substr(open + 1, close - open - 1));
+  }
+  return out;
+}
+
+// Where the public headers' includes are in the tree: the folders to search, the generated
+// names of the public headers some public header includes, and configure templates that stand
+// in for the headers they would generate (hwloc/autogen/config.h from config.h.in).
+struct Includes {
+  std::set<std::string> dirs;
+  std::set<std::string> included;                // rel, as generated
+  std::map<std::string, std::string> stand_ins;  // absolute path of the missing header -> text
+};
+
+Includes resolve_includes(const std::vector<std::pair<std::string, std::string>>& headers,
+                          const std::vector<std::pair<std::string, std::string>>& tree_headers) {
+  Includes r;
+  struct File { std::string path, gen_path, gen_rel; bool templ, pub; };
+  std::vector<File> files;
+  std::multimap<std::string, size_t> by_name;  // file name as generated -> files
+  for (auto* list : {&headers, &tree_headers})
+    for (auto& [path, rel] : *list) {
+      size_t t = template_suffix(rel);
+      File f{path, path.substr(0, path.size() - template_suffix(path)), rel.substr(0, rel.size() - t), t > 0,
+             list == &headers};
+      by_name.emplace(std::filesystem::path(f.gen_rel).filename().string(), files.size());
+      files.push_back(std::move(f));
+    }
+  std::set<size_t> visited;
+  std::vector<size_t> queue;
+  for (size_t i = 0; i < headers.size(); ++i) queue.push_back(i), visited.insert(i);
+  constexpr size_t kMaxFiles = 4000;  // headers read for their includes
+  for (size_t q = 0; q < queue.size() && q < kMaxFiles; ++q) {
+    const File& from = files[queue[q]];
+    std::string text = from.templ ? unconfigure(from.path) : slurp(from.path);
+    if (text.size() > (1u << 20)) text.resize(1u << 20);
+    for (auto& inc : includes_of(text)) {
+      if (inc.find("..") != std::string::npos || inc[0] == '/') continue;
+      auto [lo, hi] = by_name.equal_range(std::filesystem::path(inc).filename().string());
+      const File* best = nullptr;
+      size_t best_i = 0;
+      for (auto it = lo; it != hi; ++it) {
+        const File& f = files[it->second];
+        bool matches = f.gen_rel == inc || (f.gen_rel.size() > inc.size() && f.gen_rel.ends_with(inc) &&
+                                             f.gen_rel[f.gen_rel.size() - inc.size() - 1] == '/');
+        if (matches && (!best || f.gen_rel.size() < best->gen_rel.size())) best = &f, best_i = it->second;
+      }
+      if (!best) continue;
+      if (best->gen_path.size() > inc.size()) r.dirs.insert(best->gen_path.substr(0, best->gen_path.size() - inc.size() - 1));
+      if (from.pub && best->pub) r.included.insert(best->gen_rel);
+      std::error_code ec;
+      if (best->templ && !std::filesystem::exists(best->gen_path, ec) && r.stand_ins.size() < 256)
+        r.stand_ins.emplace(best->gen_path, unconfigure(best->path));
+      if (visited.insert(best_i).second) queue.push_back(best_i);
+    }
+  }
+  return r;
+}
+
 }  // namespace
 
 std::string control_category(const std::string& name, const std::string& sig, const std::string& doc) {
   std::string n = lower(name), s = lower(sig);
   std::string params = s.find('(') != std::string::npos ? s.substr(s.find('(')) : "";
-  if (contains_any(n, {"affinity", "bind_thread", "pin_thread", "setaffinity"})) return "affinity";
-  // binding calls (hwloc_set_cpubind, hwloc_alloc_membind): functions only, not the flags and
-  // policies named after them; a name that only mentions a CPU set (a conversion, a query)
-  // binds nothing
-  if (!params.empty() && contains_any(n, {"cpubind", "membind", "cpunodebind"})) return "affinity";
+  if (contains_any(n, {"affinity", "setaffinity"})) return "affinity";
+  // binding calls (hwloc_set_cpubind, hwloc_alloc_membind, bind_thread): functions only, not the
+  // flags and policies named after them (HWLOC_CPUBIND_THREAD); a name that only mentions a CPU
+  // set (a conversion, a query) binds nothing
+  if (!params.empty() && contains_any(n, {"cpubind", "membind", "cpunodebind", "bind_thread", "pin_thread"}))
+    return "affinity";
   if (contains_any(n, {"num_threads", "numthreads", "nthreads", "nbworkers", "nb_workers", "thread_count",
                        "max_threads", "threads_num", "concurrency", "parallelism", "num_procs", "cpu_number",
                        "thread_limit", "set_threads", "max_active_levels", "set_dynamic", "set_nested"}))
     return n.find("worker") != std::string::npos ? "workers" : "threads";
   if (contains_any(n, {"threadpool", "thread_pool", "jobsize", "job_size", "overlaplog", "overlap_log"})) return "workers";
-  if (contains_any(n, {"mallctl", "malloc_conf", "arena", "tcache", "mallocx_", "malloc_stats"})) return "allocator";
+  if (contains_any(n, {"mallctl", "malloc_conf", "arena", "mallocx_", "malloc_stats"})) return "allocator";
+  // a thread cache (tcache) as a word of its own, not the end of GetCache
+  for (size_t at = n.find("tcache"); at != std::string::npos; at = n.find("tcache", at + 1))
+    if (at == 0 || !std::isalpha(static_cast<unsigned char>(n[at - 1]))) return "allocator";
   if (contains_any(n, {"setdevice", "set_device", "device_id", "select_device"})) return "device";
   if (contains_any(n, {"blocktime", "wait_policy", "spin", "thread_timeout"})) return "spin";
   if (contains_any(n, {"global_control", "task_arena", "task_scheduler_init", "init_threads", "cleanup_threads",
                        "make_planner_thread_safe", "threads_set_callback"}))
     return "threads";
+  // a limit set or read through the library (SetMagickResourceLimit, cudaDeviceSetLimit): a
+  // keyed setter when its argument is an enum of the limits (scan_headers lists each value)
+  // (the limit of the library's resources or of the device, not a limit of one drawing call)
+  if (!params.empty() && contains_any(n, {"set", "get"}))
+    for (const char* w : {"resourcelimit", "resource_limit", "setlimit", "set_limit", "getlimit", "get_limit", "setrlimit", "getrlimit"})
+      if (n.ends_with(w) || n.ends_with(std::string(w) + "s")) return "limit";
   // parameters that are thread counts make a setter a control even with an unusual name
   if (contains_any(params, {"nthreads", "num_threads", "nbworkers", "max_concurrency", "n_threads"}) &&
       contains_any(n, {"set", "init", "plan_with"}))
@@ -247,10 +404,17 @@ std::string control_category(const std::string& name, const std::string& sig, co
   return "";
 }
 
-bool is_public_header(const std::string& rel) {
+bool is_header(const std::string& rel) {
   std::string r = lower(rel);
-  bool header = r.size() > 2 && (r.ends_with(".h") || r.ends_with(".hpp") || r.ends_with(".hh") || template_suffix(r) > 0);
-  if (!header) return false;
+  return r.size() > 2 && (r.ends_with(".h") || r.ends_with(".hpp") || r.ends_with(".hh") || template_suffix(r) > 0);
+}
+
+bool is_public_header(const std::string& rel, bool installed) {
+  if (!is_header(rel)) return false;
+  std::string r = lower(rel);
+  // a header of deprecated calls (hwloc/deprecated.h) offers nothing a new contract should use
+  if (std::filesystem::path(r).filename().string().starts_with("deprecated.")) return false;
+  if (installed) return true;
   std::vector<std::string> parts;
   std::stringstream ss(r);
   for (std::string p; std::getline(ss, p, '/');) parts.push_back(p);
@@ -263,8 +427,6 @@ bool is_public_header(const std::string& rel) {
         p == "relapack" || p == "zlibwrapper" || p == "build" || p == "msvc" || p == "win32" || p == "tools")
       return false;
   }
-  // a header of deprecated calls (hwloc/deprecated.h) offers nothing a new contract should use
-  if (parts.back().starts_with("deprecated.")) return false;
   for (auto& p : parts)
     if (p == "include" || p == "api") return true;
   if (parts.size() == 1) return parts[0] != "config.h" && parts[0].rfind("common", 0) != 0 && parts[0] != "param.h";
@@ -274,7 +436,8 @@ bool is_public_header(const std::string& rel) {
 
 std::vector<ApiControl> scan_headers(const std::vector<std::pair<std::string, std::string>>& headers,
                                      const std::vector<std::string>& include_dirs,
-                                     const std::vector<std::string>& knob_names, Diagnostics& diags) {
+                                     const std::vector<std::string>& knob_names, Diagnostics& diags,
+                                     const std::vector<std::pair<std::string, std::string>>& tree_headers) {
   std::vector<ApiControl> out;
   if (headers.empty()) return out;
   std::vector<Knob> knobs;
@@ -294,8 +457,23 @@ std::vector<ApiControl> scan_headers(const std::vector<std::pair<std::string, st
     std::string r = real(path);
     public_rel[r.substr(0, r.size() - template_suffix(r))] = rel;
   }
+  Includes found = resolve_includes(headers, tree_headers);
+  incs.insert(found.dirs.begin(), found.dirs.end());
+  // umbrella headers first (those no other public header includes): one unit then covers the
+  // headers it includes, with the macros and types they need from each other
+  std::vector<std::pair<std::string, std::string>> order;
+  for (int pass = 0; pass < 2; ++pass)
+    for (auto& h : headers) {
+      std::string gen = h.second.substr(0, h.second.size() - template_suffix(h.second));
+      if (found.included.count(gen) == (pass == 0 ? 0u : 1u)) order.push_back(h);
+    }
+  // the opt-in sections of every public header, whichever unit reaches it
+  std::set<std::string> opt_in;
+  for (auto& [path, rel] : headers)
+    for (auto& m : opt_in_macros(template_suffix(rel) > 0 ? unconfigure(path) : slurp(path))) opt_in.insert(m);
+  std::map<std::string, std::string> aliases;
   auto start = std::chrono::steady_clock::now();
-  for (auto& [path, rel] : headers) {
+  for (auto& [path, rel] : order) {
     std::string key = real(path);
     key = key.substr(0, key.size() - template_suffix(key));
     if (done.count(key)) continue;  // already covered by an including header
@@ -319,37 +497,51 @@ std::vector<ApiControl> scan_headers(const std::vector<std::pair<std::string, st
     std::vector<std::string> args = {"-x", cxx ? "c++" : "c", cxx ? "-std=c++17" : "-std=gnu11",
                                      "-fparse-all-comments", "-Wno-everything", "-ferror-limit=0",
                                      "-fgnuc-version=12.2.0"};
-    for (auto& m : opt_in_macros(templ ? unconfigure(path) : slurp(path))) args.push_back("-D" + m);
+    for (auto& m : opt_in) args.push_back("-D" + m);
     for (auto& d : include_dirs) args.push_back("-I" + d);
     for (auto& d : incs) args.push_back("-I" + d);
     std::vector<const char*> argv;
     for (auto& a : args) argv.push_back(a.c_str());
     std::string parse_name = path.substr(0, path.size() - template_suffix(path));
-    CXUnsavedFile unsaved{};
+    // the template itself under the name it would be generated as, and every template the
+    // public headers include in place of its missing output
+    std::vector<CXUnsavedFile> unsaved;
     if (templ) {
       contents = unconfigure(path);
-      unsaved.Filename = parse_name.c_str();
-      unsaved.Contents = contents.c_str();
-      unsaved.Length = contents.size();
+      unsaved.push_back({parse_name.c_str(), contents.c_str(), static_cast<unsigned long>(contents.size())});
     }
+    for (auto& [name, text] : found.stand_ins)
+      if (name != parse_name) unsaved.push_back({name.c_str(), text.c_str(), static_cast<unsigned long>(text.size())});
     CXTranslationUnit tu = nullptr;
     unsigned flags = CXTranslationUnit_SkipFunctionBodies | CXTranslationUnit_Incomplete |
                      CXTranslationUnit_DetailedPreprocessingRecord | CXTranslationUnit_KeepGoing;
     CXErrorCode rc = clang_parseTranslationUnit2(index, parse_name.c_str(), argv.data(), static_cast<int>(argv.size()),
-                                                 templ ? &unsaved : nullptr, templ ? 1 : 0, flags, &tu);
+                                                 unsaved.empty() ? nullptr : unsaved.data(),
+                                                 static_cast<unsigned>(unsaved.size()), flags, &tu);
     if (rc != CXError_Success || !tu) {
       diags.warning({rel, 0, 0}, "libclang could not parse this header (error " + std::to_string(rc) + ")",
                     "clang-parse", "pass its include folders with -I");
       continue;
     }
     std::set<std::string> covered;
-    Visit v{&public_rel, &done, &covered, rel, &out, &seen, &knobs};
+    Visit v{&public_rel, &done, &covered, rel, &out, &seen, &knobs, &aliases};
     clang_visitChildren(clang_getTranslationUnitCursor(tu), visit, &v);
     done.insert(key);
     done.insert(covered.begin(), covered.end());
     clang_disposeTranslationUnit(tu);
   }
   clang_disposeIndex(index);
+  // a control declared under one name and offered under another by a public macro is listed
+  // under the name programs call
+  for (auto& [name, target] : aliases) {
+    if (seen.count(name)) continue;
+    for (auto& ctl : out)
+      if (ctl.name == target) {
+        ctl.name = name;
+        seen.insert(name);
+        break;
+      }
+  }
   return out;
 }
 

@@ -168,9 +168,9 @@ std::string guess_library(const std::string& path) {
   return name;
 }
 
-// Scope of every fact, by the file it cites; then only the selected scopes are kept.
-void assign_scopes(Facts& facts, const std::vector<walk::Entry>& entries,
-                   const std::vector<code::FileCode>& code_files, const std::vector<std::string>& keep) {
+// What the tree's build files say about its files (read once: the header pass asks which
+// headers are installed, the scopes which sources make the library).
+scope::BuildMap read_build_files(const std::vector<walk::Entry>& entries) {
   scope::BuildMap build;
   std::unordered_map<std::string, const walk::Entry*> by_rel;
   for (auto& e : entries) by_rel.emplace(e.rel, &e);
@@ -193,6 +193,13 @@ void assign_scopes(Facts& facts, const std::vector<walk::Entry>& entries,
     ++read;
     build.add(e.rel, text);
   }
+  build.read_include = nullptr;  // it refers to this function's locals
+  return build;
+}
+
+// Scope of every fact, by the file it cites; then only the selected scopes are kept.
+void assign_scopes(Facts& facts, const scope::BuildMap& build, const std::vector<code::FileCode>& code_files,
+                   const std::vector<std::string>& keep) {
   std::unordered_set<std::string> programs;  // files that define main()
   for (auto& f : code_files)
     if (f.lang != code::Lang::Python)
@@ -314,16 +321,24 @@ Facts extract(const ExtractOptions& opt) {
   }
   facts.env_vars = code::resolve_env(code_files, facts.diagnostics);
   auto t2 = clock::now();
+  const scope::BuildMap build = read_build_files(entries);
   if (opt.api_controls) {
-    std::vector<std::pair<std::string, std::string>> public_headers;
-    for (size_t i = 0; i < entries.size(); ++i)
-      if (results[i].has_code && api::is_public_header(entries[i].rel))
-        public_headers.emplace_back(entries[i].path, entries[i].rel);
+    // public: where the build installs it, or where its path says so (include/, api/, ...);
+    // the tree's other headers serve to resolve the includes of public ones
+    std::vector<std::pair<std::string, std::string>> public_headers, tree_headers;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if (!results[i].has_code) continue;
+      const std::string& rel = entries[i].rel;
+      if (api::is_public_header(rel, build.installs_header(rel)))
+        public_headers.emplace_back(entries[i].path, rel);
+      else if (api::is_header(rel))
+        tree_headers.emplace_back(entries[i].path, rel);
+    }
     std::vector<std::string> knobs;
     for (auto& e : facts.env_vars) knobs.push_back(e.name);
-    facts.api_controls = api::scan_headers(public_headers, opt.include_dirs, knobs, facts.diagnostics);
+    facts.api_controls = api::scan_headers(public_headers, opt.include_dirs, knobs, facts.diagnostics, tree_headers);
   }
-  assign_scopes(facts, entries, code_files, keep);
+  assign_scopes(facts, build, code_files, keep);
   if (opt.stats) {
     auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
     opt.stats->walk_scan_s = secs(t0, t1);

@@ -5,6 +5,8 @@
 #include "extract/scope.h"
 
 #include <algorithm>
+#include <cstring>
+#include <sstream>
 #include <cctype>
 #include <filesystem>
 #include <functional>
@@ -40,6 +42,14 @@ bool is_source(std::string_view path) {
                                ".ipp", ".inl", ".cu", ".cuh", ".s", ".asm", ".py", ".in"};
   for (auto* e : exts)
     if (ext == e) return true;
+  return false;
+}
+
+bool is_header(std::string_view path) {
+  std::string f = lower(fs::path(path).filename().string());
+  if (ends_with(f, ".in") || ends_with(f, ".cmake")) f = fs::path(f).stem().string();  // configure templates
+  for (const char* e : {".h", ".hh", ".hpp", ".hxx", ".h++"})
+    if (ends_with(f, e)) return true;
   return false;
 }
 
@@ -262,6 +272,14 @@ void BuildMap::record(const std::string& path, const std::string& scope, bool by
   }
 }
 
+void BuildMap::installed_header(const std::string& path) {
+  if (!path.empty() && is_header(path) && headers_.size() < kMaxWords) headers_.insert(path);
+}
+
+bool BuildMap::installs_header(const std::string& rel) const {
+  return headers_.count(fs::path(rel).lexically_normal().generic_string()) > 0;
+}
+
 void BuildMap::target_built(const std::string& key, std::vector<std::string> paths) {
   if (target_paths_.size() >= kMaxVariables * 4) return;
   if (linked_.count(key))
@@ -335,6 +353,20 @@ void BuildMap::add(const std::string& rel, std::string_view text) {
           if (!keywords.count(w) && target.sources.size() < kMaxArgs) target.sources.push_back(w);
       } else if (cmd.name == "target_link_libraries" && cmd.args.size() > 1) {
         if (links.size() < kMaxArgs) links.push_back(cmd.args);
+      } else if (cmd.name == "install" && cmd.args[0] == "FILES") {
+        // install(FILES a.h b.h DESTINATION include/x): headers where the users' includes go
+        auto dest = std::find(cmd.args.begin(), cmd.args.end(), "DESTINATION");
+        if (dest != cmd.args.end() && dest + 1 != cmd.args.end() && lower(*(dest + 1)).find("include") != std::string::npos)
+          for (auto& w : expand_all({cmd.args.begin() + 1, dest}, vars)) installed_header(resolve(dir, w));
+      } else if (cmd.name == "set_target_properties" || cmd.name == "set_property") {
+        // PUBLIC_HEADER "a.h;b.h" (a list in one argument or several)
+        auto ph = std::find(cmd.args.begin(), cmd.args.end(), "PUBLIC_HEADER");
+        if (ph != cmd.args.end())
+          for (auto it = ph + 1; it != cmd.args.end(); ++it)
+            for (auto& w : expand_all({*it}, vars)) {
+              std::stringstream list(w);
+              for (std::string item; std::getline(list, item, ';');) installed_header(resolve(dir, item));
+            }
       } else if (cmd.name == "add_test") {
         // add_test(NAME n COMMAND exe ...) or add_test(n exe ...)
         auto c = std::find(cmd.args.begin(), cmd.args.end(), "COMMAND");
@@ -473,6 +505,10 @@ void BuildMap::add(const std::string& rel, std::string_view text) {
             made.push_back({words[0], "", lib_calls.count(toks[i].text) > 0, {words.begin() + 1, words.end()},
                             linked(i + 1, end)});
           i = end;
+        } else if (toks[i].text == "install_headers") {
+          size_t end = i + 1;
+          for (auto& w : group(i + 1, end, true)) installed_header(resolve(dir, w));
+          i = end;
         } else if (toks[i].text == "test" || toks[i].text == "benchmark") {
           // test('name', exe): the executable held by `exe` is a test
           size_t k = i + 2;
@@ -584,6 +620,16 @@ void BuildMap::add(const std::string& rel, std::string_view text) {
     auto under = var.rfind('_');
     if (under == std::string::npos || under == 0) continue;
     const std::string where = var.substr(0, under), primary = var.substr(under + 1);
+    if (primary == "HEADERS") {
+      // nobase_/dist_/nodist_ say how, WHERE where: every WHERE but noinst and check installs
+      std::string w = where;
+      for (const char* how : {"nobase_", "dist_", "nodist_"})
+        if (w.rfind(how, 0) == 0) w = w.substr(std::strlen(how));
+      auto listed_headers = vars.find(var);
+      if (w != "noinst" && w != "check" && w != "EXTRA" && listed_headers != vars.end())
+        for (auto& h : expand_all(listed_headers->second, vars, "$(", ')')) installed_header(resolve(dir, h));
+      continue;
+    }
     const bool program = primary == "PROGRAMS", lib = primary == "LTLIBRARIES" || primary == "LIBRARIES";
     if (!program && !lib) continue;
     auto listed_targets = vars.find(var);
@@ -622,6 +668,7 @@ void BuildMap::add(const std::string& rel, std::string_view text) {
 
 std::string BuildMap::scope_of(const std::string& rel, bool defines_main) const {
   std::string path = fs::path(rel).lexically_normal().generic_string();
+  if (headers_.count(path)) return "library";  // the interface the library installs for its users
   auto it = by_file_.find(path);
   if (it != by_file_.end()) return it->second;
   auto st = by_stem_.find(fs::path(path).replace_extension().generic_string());

@@ -26,6 +26,10 @@ class BuildMap {
   // `defines_main`: the file has a main() (a program when nothing else says what it is).
   std::string scope_of(const std::string& rel, bool defines_main) const;
   size_t size() const { return by_file_.size() + by_stem_.size(); }
+  // Whether the build files install `rel` as a header for the library's users (Automake's
+  // include_HEADERS and every other WHERE_HEADERS but noinst_ and check_, CMake's
+  // install(FILES ... DESTINATION .../include...) and PUBLIC_HEADER, meson's install_headers).
+  bool installs_header(const std::string& rel) const;
 
  private:
   // Code linked into a library ships in it, whatever its target's name or folder says (meson's
@@ -36,6 +40,9 @@ class BuildMap {
   void linked_into_library(const std::string& key);
   std::unordered_map<std::string, std::vector<std::string>> target_paths_;  // key -> its sources
   std::unordered_set<std::string> linked_;                                 // keys linked into a library
+
+  void installed_header(const std::string& path);
+  std::unordered_set<std::string> headers_;  // installed headers, relative to the root
 
   // `convenience`: built into a library that is not installed (Automake's noinst_): a program
   // or a folder that says otherwise wins over it.
