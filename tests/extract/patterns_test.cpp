@@ -860,3 +860,72 @@ TEST(ExtractPatterns, AutomakeIncludesConvenienceLibrariesAndFolders) {
                                 "AUTOPKGTEST_TMP debian/tests/smoke.c:2 test"};
   EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
 }
+
+// 7. API controls in headers the build installs, wherever they sit: Automake's WHERE_HEADERS
+// (through an included Makefile.am and a list named before it is set), CMake's install(FILES),
+// meson's install_headers; not noinst_ headers nor headers nothing installs. The umbrella header
+// is parsed first and its includes are found from the tree's root, with a configure template
+// standing in for the header it generates (config.h: the export macro and a type the other
+// headers need). A keyed setter of resource limits lists each value of its enum (sentinels
+// aside); a drawing call's limit and a cache view are no controls; a control offered through
+// `#define A B` is listed as A.
+TEST(ExtractPatterns, ApiInInstalledHeadersWithIncludesKeyedSettersAndAliases) {
+  TempTree t;
+  t.write("Makefile.am", "include core/Makefile.am\n");
+  t.write("core/Makefile.am",
+          "coreincdir = $(includedir)/core\n"
+          "coreinc_HEADERS = $(CORE_HDRS)\n"
+          "CORE_HDRS = core/umbrella.h core/resource.h core/draw.h\n"
+          "noinst_HEADERS = core/tune_private.h\n");
+  t.write("core/config.h.in",
+          "#cmakedefine CORE_HAVE_THREADS\n"
+          "#cmakedefine01 CORE_USE_MMAP\n"
+          "#undef CORE_THREAD_T\n"
+          "#define CoreExport extern\n"
+          "typedef long long core_int64_t;\n");
+  t.write("core/umbrella.h",
+          "#include \"core/config.h\"\n"
+          "#include \"core/resource.h\"\n"
+          "#include \"core/draw.h\"\n");
+  t.write("core/resource.h",
+          "typedef enum {\n"                                                                    // 1
+          "  UndefinedResource = 0,\n"                                                          // 2
+          "  MemoryResource,\n"                                                                 // 3
+          "  ThreadsResource,\n"                                                                // 4
+          "  DiskResource\n"                                                                    // 5
+          "} ResourceType;\n"                                                                   // 6
+          "CoreExport int SetCoreResourceLimit(const ResourceType type, const core_int64_t limit);\n"  // 7
+          "CoreExport core_int64_t GetCoreResourceLimit(const ResourceType type);\n"            // 8
+          "CoreExport void AcquireCoreResource(const ResourceType type, const core_int64_t size);\n");  // 9
+  t.write("core/draw.h",
+          "CoreExport void DrawSetStrokeMiterLimit(void* context, unsigned long limit);\n"      // 1
+          "CoreExport void* GetCacheView(void* view);\n"                                        // 2
+          "CoreExport void corec_set_affinity_format(const char* format);\n"                    // 3
+          "#define core_set_affinity_format corec_set_affinity_format\n");                      // 4
+  t.write("core/tune_private.h", "int core_set_num_threads(int n);\n");
+  t.write("lib2/CMakeLists.txt",
+          "add_library(lib2 pool.c)\n"
+          "install(FILES pool.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/lib2)\n");
+  t.write("lib2/pool.c", "int x;\n");
+  t.write("lib2/pool.h", "int lib2_set_num_threads(int n);\n");
+  t.write("lib2/pool_internal.h", "int lib2_internal_set_num_threads(int n);\n");
+  t.write("lib3/meson.build", "install_headers('lib3.h')\n");
+  t.write("lib3/lib3.h", "void lib3_set_num_threads(int n);\n");
+  ExtractOptions o;
+  o.paths = {t.root.string()};
+  o.threads = 2;
+  o.scope = "all";
+  Facts f = extract(o);
+  std::set<std::string> got;
+  for (auto& a : f.api_controls)
+    got.insert(a.name + " " + a.category + " " + a.file + ":" + std::to_string(a.line) + " " + a.scope);
+  std::set<std::string> want = {"SetCoreResourceLimit limit core/resource.h:7 library",
+                                "GetCoreResourceLimit limit core/resource.h:8 library",
+                                "MemoryResource limit core/resource.h:3 library",
+                                "ThreadsResource threads core/resource.h:4 library",
+                                "DiskResource limit core/resource.h:5 library",
+                                "core_set_affinity_format affinity core/draw.h:3 library",
+                                "lib2_set_num_threads threads lib2/pool.h:1 library",
+                                "lib3_set_num_threads threads lib3/lib3.h:1 library"};
+  EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
+}
