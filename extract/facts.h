@@ -31,7 +31,7 @@ struct EnvRead {
 struct ApiControl {
   std::string name;           // openblas_set_num_threads
   std::string signature;      // void openblas_set_num_threads(int num_threads)
-  std::string category;       // threads | affinity | allocator | device | workers | spin | other
+  std::string category;       // threads | affinity | allocator | device | workers | spin | limit | setting
   std::string file;
   int line = 0;
   std::string doc;            // doc comment text, trimmed
