@@ -321,7 +321,6 @@ DocSpec doc_spec(const std::string& name, const std::string& sentence) {
     if (std::regex_search(clause, m, next_name)) clause = clause.substr(0, static_cast<size_t>(m.position(0)));
     if (clause.size() > 400) clause = clause.substr(0, 400);
     static const std::regex set_re(R"(^\s*(-?\d+(?:\s*,\s*-?\d+)+)\s*,?\s*(?:or|and)\s*(-?\d+)\b)");
-    static const std::regex range_re(R"(^\s*(?:from\s+|between\s+)?(-?\d+)\s*(?:to|-|\.\.|and)\s*(-?\d+)\b)");
     static const std::regex default_re(R"(\bdefault(?:s to|:| is| value is| value)?\s*(-?\d+)\b)", std::regex::icase);
     if (std::regex_search(clause, m, set_re)) {
       std::string list = m[1].str();
@@ -332,10 +331,9 @@ DocSpec doc_spec(const std::string& name, const std::string& sentence) {
         p = e + 1;
       }
       out.values.push_back(std::atoll(m[2].str().c_str()));
-    } else if (std::regex_search(clause, m, range_re)) {
-      out.lo = std::atoll(m[1].str().c_str());
-      out.hi = std::atoll(m[2].str().c_str());
-      if (*out.lo > *out.hi) out.lo.reset(), out.hi.reset();
+    } else if (auto range = stated_range(clause)) {
+      out.lo = range->first;
+      out.hi = range->second;
     }
     if (std::regex_search(clause, m, default_re)) out.def = std::atoll(m[1].str().c_str());
     std::string low = clause;
