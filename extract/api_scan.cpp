@@ -218,31 +218,25 @@ size_t template_suffix(std::string_view rel) {
 // Configure templates (foo.h.in) hold @NAME@ placeholders: drop them so clang sees C. CMake's
 // `#cmakedefine X` is left undefined, `#cmakedefine01 X` defined to 0, as an unconfigured build
 // would have them.
-std::string unconfigure(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  for (auto [from, to] : {std::pair<std::string_view, std::string_view>{"#cmakedefine01 ", "#define "},
-                          {"#cmakedefine ", "#undef "}}) {
-    for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos;) {
-      s.replace(pos, from.size(), to);
-      if (from == "#cmakedefine01 ") {
-        size_t e = pos + to.size();
-        while (e < s.size() && (std::isalnum(static_cast<unsigned char>(s[e])) || s[e] == '_')) ++e;
-        s.insert(e, " 0");
-      } else {  // #undef takes the name alone
-        size_t e = pos + to.size();
-        while (e < s.size() && (std::isalnum(static_cast<unsigned char>(s[e])) || s[e] == '_')) ++e;
-        size_t eol = s.find('\n', e);
-        s.erase(e, (eol == std::string::npos ? s.size() : eol) - e);
-      }
-      pos += to.size();
-    }
-  }
+std::string unconfigure_text(const std::string& s) {
   std::string out;
+  out.reserve(s.size());
+  auto word_end = [&](size_t e) {
+    while (e < s.size() && (std::isalnum(static_cast<unsigned char>(s[e])) || s[e] == '_')) ++e;
+    return e;
+  };
   for (size_t i = 0; i < s.size(); ++i) {
+    // #cmakedefine01 X -> #define X 0; #cmakedefine X ... -> #undef X (the rest of the line dropped)
+    const bool zero_one = s.compare(i, 15, "#cmakedefine01 ") == 0, plain = s.compare(i, 13, "#cmakedefine ") == 0;
+    if (zero_one || plain) {
+      size_t b = std::min(s.find_first_not_of(" \t", i + (zero_one ? 15 : 13)), s.size());
+      size_t e = word_end(b);
+      out += (zero_one ? "#define " : "#undef ") + s.substr(b, e - b) + (zero_one ? " 0" : "");
+      i = std::min(s.find('\n', e), s.size()) - 1;
+      continue;
+    }
     if (s[i] == '@') {
-      size_t j = i + 1;
-      while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_')) ++j;
+      size_t j = word_end(i + 1);
       if (j < s.size() && s[j] == '@' && j > i + 1) { i = j; continue; }
     }
     out += s[i];
@@ -250,10 +244,17 @@ std::string unconfigure(const std::string& path) {
   return out;
 }
 
-std::string slurp(const std::string& path) {
+// At most `limit` bytes of a file.
+std::string slurp(const std::string& path, size_t limit = std::string::npos) {
   std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (limit == std::string::npos) return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string s(limit, '\0');
+  in.read(s.data(), static_cast<std::streamsize>(limit));
+  s.resize(static_cast<size_t>(in.gcount()));
+  return s;
 }
+
+std::string unconfigure(const std::string& path) { return unconfigure_text(slurp(path)); }
 
 // Whether a preprocessor line (not a comment) defines `m`.
 bool defines(const std::string& text, const std::string& m) {
@@ -334,11 +335,15 @@ Includes resolve_includes(const std::vector<std::pair<std::string, std::string>>
   std::set<size_t> visited;
   std::vector<size_t> queue;
   for (size_t i = 0; i < headers.size(); ++i) queue.push_back(i), visited.insert(i);
-  constexpr size_t kMaxFiles = 4000;  // headers read for their includes
-  for (size_t q = 0; q < queue.size() && q < kMaxFiles; ++q) {
+  constexpr size_t kMaxFiles = 4000;             // headers read for their includes
+  constexpr size_t kMaxHeaderBytes = 1u << 20;   // of each, the first MB
+  constexpr size_t kMaxBytes = 64u << 20;        // of all of them together
+  size_t read = 0;
+  for (size_t q = 0; q < queue.size() && q < kMaxFiles && read < kMaxBytes; ++q) {
     const File& from = files[queue[q]];
-    std::string text = from.templ ? unconfigure(from.path) : slurp(from.path);
-    if (text.size() > (1u << 20)) text.resize(1u << 20);
+    std::string text = slurp(from.path, kMaxHeaderBytes);
+    read += text.size();
+    if (from.templ) text = unconfigure_text(text);
     for (auto& inc : includes_of(text)) {
       if (inc.find("..") != std::string::npos || inc[0] == '/') continue;
       auto [lo, hi] = by_name.equal_range(std::filesystem::path(inc).filename().string());
@@ -355,7 +360,7 @@ Includes resolve_includes(const std::vector<std::pair<std::string, std::string>>
       if (from.pub && best->pub) r.included.insert(best->gen_rel);
       std::error_code ec;
       if (best->templ && !std::filesystem::exists(best->gen_path, ec) && r.stand_ins.size() < 256)
-        r.stand_ins.emplace(best->gen_path, unconfigure(best->path));
+        r.stand_ins.emplace(best->gen_path, unconfigure_text(slurp(best->path, 4u << 20)));
       if (visited.insert(best_i).second) queue.push_back(best_i);
     }
   }
