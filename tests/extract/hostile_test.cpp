@@ -182,3 +182,29 @@ TEST(ExtractHostile, AHugeInitializerIsLeftOutAndSaidSo) {
   EXPECT_EQ(names, (std::set<std::string>{"BEFORE_WIDE", "AFTER_WIDE"}));
   EXPECT_NE(f.diagnostics.str().find("too-wide"), std::string::npos) << f.diagnostics.str();
 }
+
+// Headers that make the header pass work hard: a configure template of 200000 #cmakedefine
+// lines (rewritten in one pass, not once per line), a public header including 3000 headers
+// of the tree and each of those including it back (read once each, within the byte budget).
+// The control after them is still found.
+TEST(ExtractHostile, HeaderIncludesAndTemplatesAreReadWithinBounds) {
+  TempTree t;
+  std::string config;
+  for (int i = 0; i < 200000; ++i) config += "#cmakedefine LIB_HAVE_" + std::to_string(i) + " 1\n";
+  config += "#define LIB_API extern\n";
+  t.write("include/lib/config.h.cmake", config);
+  std::string top = "#include \"lib/config.h\"\n";
+  for (int i = 0; i < 3000; ++i) {
+    top += "#include \"part" + std::to_string(i) + ".h\"\n";
+    t.write("src/part" + std::to_string(i) + ".h", "#include \"lib/lib.h\"\n");
+  }
+  top += "LIB_API int lib_set_num_threads(int n);\n";
+  t.write("include/lib/lib.h", top);
+  ExtractOptions o;
+  o.paths = {t.root.string()};
+  o.threads = 2;
+  Facts f = extract(o);
+  std::set<std::string> names;
+  for (auto& a : f.api_controls) names.insert(a.name);
+  EXPECT_EQ(names, (std::set<std::string>{"lib_set_num_threads"})) << f.diagnostics.str();
+}
