@@ -1,7 +1,6 @@
 // Loads the embedded knob rules once and classifies knob names by them.
 #include "synth/rules.h"
 
-#include <cstdlib>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
@@ -83,27 +82,6 @@ std::optional<KnobRole> classify_knob(const std::string& name, const std::string
 
 bool resource_relevant(const std::string& role) {
   return role == "threads" || role == "affinity" || role == "spin" || role == "arena" || role == "device";
-}
-
-std::optional<std::pair<long long, long long>> stated_range(const std::string& sentence, std::string* said) {
-  auto number = [](const std::string& t) { return std::strtoll(t.c_str(), nullptr, 0); };
-  static const std::regex res[] = {
-      std::regex(R"(\bbetween\s+(-?\d+)\s+and\s+(-?\d+)\b)", std::regex::icase),
-      std::regex(R"(\bfrom\s+(-?\d+)\s+to\s+(-?\d+)\b)", std::regex::icase),
-      std::regex(R"((?:^|[^\w.])(-?\d+)\s+to\s+(-?\d+)\b)", std::regex::icase),
-      std::regex(R"(\[\s*(-?\d+)\s*,\s*(-?\d+)\s*\])"),
-      std::regex(R"(\brange\s*(?:of|is|:)?\s*(-?\d+)\s*(?:-|\.\.)\s*(-?\d+)\b)", std::regex::icase),
-      std::regex(R"(\bmin:?\s*(0x[0-9a-f]+|\d+)\s*,\s*max:?\s*(0x[0-9a-f]+|\d+))", std::regex::icase),
-  };
-  for (auto& re : res) {
-    std::smatch m;
-    if (!std::regex_search(sentence, m, re)) continue;
-    long long lo = number(m[1].str()), hi = number(m[2].str());
-    if (lo > hi) continue;
-    if (said) *said = "\"" + m[0].str() + "\"";
-    return std::make_pair(lo, hi);
-  }
-  return std::nullopt;
 }
 
 }  // namespace syspilot::synth

@@ -3,7 +3,6 @@
 #pragma once
 #include <optional>
 #include <string>
-#include <utility>
 
 namespace syspilot::synth {
 
@@ -28,9 +27,5 @@ std::optional<OptionKey> option_key(const std::string& documented_name);
 
 // Roles completeness requires to be covered.
 bool resource_relevant(const std::string& role);
-
-// A range a sentence gives: "between 1 and 64", "from 1 to 64", "1 to 64", "[1, 64]",
-// "range 1-64", "(min: 0x1, max: 0xff)"; `said` gets the words that gave it.
-std::optional<std::pair<long long, long long>> stated_range(const std::string& sentence, std::string* said = nullptr);
 
 }  // namespace syspilot::synth
