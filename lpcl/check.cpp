@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstring>
 #include <functional>
+#include <regex>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -79,6 +80,15 @@ class Checker {
     if (c_.version.empty())
       error(c_.loc, "contract '" + c_.name + "' has an empty version", "empty-version",
             "give the library version the contract describes, e.g. \"0.3.21\"");
+    static const std::regex version_re(kVersionPattern);
+    if (!c_.version.empty() && !std::regex_match(c_.version, version_re)) {
+      std::string shown;  // control characters are not echoed to a terminal
+      for (unsigned char v : c_.version) shown += std::iscntrl(v) ? '?' : static_cast<char>(v);
+      error(c_.loc, "contract '" + c_.name + "' has version " + quote(shown) +
+                        ": a version is a letter or digit, then letters, digits and . _ + ~ : - (at most 128), so "
+                        "that `contracts show LIB VERSION@REV` and /v1/contracts/LIB/VERSION name it",
+            "bad-version", "write the version as the library names it, e.g. \"0.3.21\" or \"1:16.0.6-15\"");
+    }
     for (auto& p : c_.origins) provenance(p, c_.loc);
     controls_.reserve(c_.controls.size());
     for (auto& k : c_.controls) {

@@ -20,6 +20,11 @@ Document parse(std::string_view text, const std::string& file, Diagnostics& diag
 // Semantic checks (unknown resources, undeclared controls, fallback cycles, defaults
 // outside domains, type mismatches, duplicates, impossible ranges, unknown machine facts).
 // Returns true when no error was added.
+// What a contract's version may be: one segment of every reference to it (LIB VERSION@REV on
+// the command line, /v1/contracts/LIB/VERSION in the service), so no '@', '/', '%', space or
+// control character; at most 128 characters.
+inline constexpr const char* kVersionPattern = "^[A-Za-z0-9][A-Za-z0-9._+~:-]{0,127}$";
+
 bool check(const Document& doc, Diagnostics& diags);
 bool check(const Contract& c, Diagnostics& diags);
 

@@ -129,7 +129,7 @@ bool path_matches(const std::string& pattern, const std::string& path) {
 }
 
 const std::regex kNameRe("^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$");
-const std::regex kVersionRe("^[A-Za-z0-9][A-Za-z0-9._+~:-]{0,127}$");
+const std::regex kVersionRe(lpcl::kVersionPattern);
 const std::regex kJobRe("^job_[0-9a-f]{1,64}$");
 
 // application/json or a +json type (application/problem+json), parameters aside.
