@@ -135,6 +135,14 @@ const Rule kRules[] = {
     {"empty-version", "contract x \"\" {\n}\n", "contract x \"1.0\" {\n}\n",
      "t.lpcl:1:1: error: contract 'x' has an empty version [empty-version]\n"
      "  hint: give the library version the contract describes, e.g. \"0.3.21\""},
+    {"bad-version", "contract x \"1@1\" {\n}\n", "contract x \"1:16.0.6-15~deb12u1\" {\n}\n",
+     "t.lpcl:1:1: error: contract 'x' has version \"1@1\": a version is a letter or digit, then letters, digits and . _ + "
+     "~ : - (at most 128), so that `contracts show LIB VERSION@REV` and /v1/contracts/LIB/VERSION name it [bad-version]\n"
+     "  hint: write the version as the library names it, e.g. \"0.3.21\" or \"1:16.0.6-15\""},
+    {"bad-version", "contract x \"1.0/rc 1\\t\" {\n}\n", "contract x \"0.3.21+ds-4\" {\n}\n",
+     "t.lpcl:1:1: error: contract 'x' has version \"1.0/rc 1?\": a version is a letter or digit, then letters, digits and . _ "
+     "+ ~ : - (at most 128), so that `contracts show LIB VERSION@REV` and /v1/contracts/LIB/VERSION name it [bad-version]\n"
+     "  hint: write the version as the library names it, e.g. \"0.3.21\" or \"1:16.0.6-15\""},
     {"unknown-predicate", "contract x \"1\" {\n  assume fair(cpu.cores);\n}\n", "contract x \"1\" {\n  assume shared(cpu.cores);\n}\n",
      "t.lpcl:2:3: error: unknown predicate 'fair' [unknown-predicate]\n  hint: predicates: exclusive, shared, no_nesting, pinned"},
     {"predicate-args", "contract x \"1\" {\n  assume exclusive(cpu.cores, mem.arenas);\n}\n",
@@ -247,7 +255,7 @@ TEST(CheckerRule, EveryRuleIsCovered) {
   for (auto& r : kRules) covered.push_back(r.code);
   for (const char* code : {"unknown-resource", "undeclared-control", "fallback-cycle", "default-outside-domain", "type-mismatch",
                            "duplicate-control", "duplicate-demand", "impossible-range", "unknown-fact", "bad-api-params",
-                           "option-without-carrier", "confidence-range", "bad-ref", "empty-version", "unknown-predicate",
+                           "option-without-carrier", "confidence-range", "bad-ref", "empty-version", "bad-version", "unknown-predicate",
                            "unknown-behavior", "unknown-metric"})
     EXPECT_NE(std::find(covered.begin(), covered.end(), code), covered.end()) << code;
 }
