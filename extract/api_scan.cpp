@@ -523,6 +523,11 @@ std::vector<ApiControl> scan_headers(const std::vector<std::pair<std::string, st
     CXErrorCode rc = clang_parseTranslationUnit2(index, parse_name.c_str(), argv.data(), static_cast<int>(argv.size()),
                                                  unsaved.empty() ? nullptr : unsaved.data(),
                                                  static_cast<unsigned>(unsaved.size()), flags, &tu);
+    if (rc == CXError_Crashed) {
+      diags.warning({rel, 0, 0}, "libclang stopped on this header (out of memory or crashed: a file it includes "
+                    "may be endless, such as a device)", "clang-parse", "check the header's #include lines");
+      continue;
+    }
     if (rc != CXError_Success || !tu) {
       diags.warning({rel, 0, 0}, "libclang could not parse this header (error " + std::to_string(rc) + ")",
                     "clang-parse", "pass its include folders with -I");

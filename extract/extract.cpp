@@ -3,7 +3,11 @@
 #include "extract/extract.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +19,7 @@
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <thread>
 #include <unordered_map>
@@ -221,6 +226,107 @@ void assign_scopes(Facts& facts, const scope::BuildMap& build, const std::vector
   keep_scopes(facts, keep);
 }
 
+
+// The libclang pass, in a child process. Clang opens whatever a header names, inside the
+// tree or not: `#include "/dev/zero"` was read without end (2 GB in a minute, in the
+// service's own process), a FIFO blocked the open for ever. The child's address space is
+// capped at `api_max_mb` above the caller's, its wall time at `api_timeout_s`, and its
+// controls and diagnostics come back as facts JSON; a child that fails costs the API
+// controls, with a warning, never the caller.
+std::vector<ApiControl> scan_headers_bounded(const std::vector<std::pair<std::string, std::string>>& headers,
+                                             const std::vector<std::string>& knobs,
+                                             const std::vector<std::pair<std::string, std::string>>& tree_headers,
+                                             const ExtractOptions& opt, Diagnostics& diags) {
+  if (headers.empty()) return {};
+  auto failed = [&](const std::string& why) {
+    diags.warning({headers.front().second, 0, 0}, "libclang header pass " + why + "; API controls not listed",
+                  "clang-budget", "a public header may include an endless or blocking file (a device, a FIFO); "
+                  "pass --no-api for this tree");
+    return std::vector<ApiControl>{};
+  };
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return failed(std::string("could not start: ") + std::strerror(errno));
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return failed(std::string("could not start: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    struct rlimit core {0, 0};
+    ::setrlimit(RLIMIT_CORE, &core);
+    long pages = 0;
+    if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+      if (std::fscanf(f, "%ld", &pages) != 1) pages = 0;
+      std::fclose(f);
+    }
+    rlim_t cap = static_cast<rlim_t>(pages) * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE)) +
+                 (static_cast<rlim_t>(opt.api_max_mb) << 20);
+    struct rlimit as {cap, cap};
+    ::setrlimit(RLIMIT_AS, &as);
+    int rc = 0;
+    try {
+      Facts part;
+      part.api_controls = api::scan_headers(headers, opt.include_dirs, knobs, part.diagnostics, tree_headers);
+      std::string text = to_json(part).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      for (size_t off = 0; off < text.size();) {
+        ssize_t w = ::write(fds[1], text.data() + off, text.size() - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        off += static_cast<size_t>(w);
+      }
+    } catch (...) {
+      rc = 3;
+    }
+    ::_exit(rc);
+  }
+  ::close(fds[1]);
+  constexpr size_t kMaxReply = 256u << 20;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(opt.api_timeout_s);
+  std::string reply;
+  bool timed_out = false, too_long = false;
+  char buf[65536];
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    struct pollfd p {fds[0], POLLIN, 0};
+    int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
+    if (n < 0 && errno != EINTR) break;
+    if (n <= 0) continue;
+    ssize_t r = ::read(fds[0], buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    reply.append(buf, static_cast<size_t>(r));
+    if (reply.size() > kMaxReply) {
+      too_long = true;
+      break;
+    }
+  }
+  ::close(fds[0]);
+  if (timed_out || too_long) ::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) return failed("stopped after " + std::to_string(opt.api_timeout_s) + " s");
+  if (too_long) return failed("stopped: its result is over 256 MB");
+  if (WIFSIGNALED(status))
+    return failed("ended by signal " + std::to_string(WTERMSIG(status)) + " (over " +
+                  std::to_string(opt.api_max_mb) + " MB of memory?)");
+  Facts part;
+  try {
+    part = facts_from_json(nlohmann::json::parse(reply));
+  } catch (const std::exception&) {
+    return failed("ended without a result (exit " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
+                  ", over " + std::to_string(opt.api_max_mb) + " MB of memory?)");
+  }
+  diags.append(part.diagnostics);
+  return std::move(part.api_controls);
+}
+
 }  // namespace
 
 void keep_scopes(Facts& facts, const std::vector<std::string>& keep) {
@@ -336,7 +442,7 @@ Facts extract(const ExtractOptions& opt) {
     }
     std::vector<std::string> knobs;
     for (auto& e : facts.env_vars) knobs.push_back(e.name);
-    facts.api_controls = api::scan_headers(public_headers, opt.include_dirs, knobs, facts.diagnostics, tree_headers);
+    facts.api_controls = scan_headers_bounded(public_headers, knobs, tree_headers, opt, facts.diagnostics);
   }
   assign_scopes(facts, build, code_files, keep);
   if (opt.stats) {

@@ -32,6 +32,10 @@ struct ExtractOptions {
   bool progress = false;                  // progress lines on stderr for large trees
   size_t max_file_bytes = 256u << 20;     // larger files are skipped with a diagnostic
   bool api_controls = true;               // libclang pass over public headers (the slowest part)
+  // The libclang pass runs in a child process bounded in memory (MiB above what the caller
+  // already maps) and in wall time: clang reads whatever a header includes.
+  size_t api_max_mb = 2048;
+  unsigned api_timeout_s = 120;
   // Facts kept, by scope (facts.h): "library" (what a contract may claim), "all", or a comma
   // list such as "library,tool". Every file is still analysed: wrappers defined in tests or
   // tables in tools are followed either way. An unknown scope throws std::invalid_argument.
