@@ -208,3 +208,27 @@ TEST(ExtractHostile, HeaderIncludesAndTemplatesAreReadWithinBounds) {
   for (auto& a : f.api_controls) names.insert(a.name);
   EXPECT_EQ(names, (std::set<std::string>{"lib_set_num_threads"})) << f.diagnostics.str();
 }
+
+// A public header that includes an endless file (/dev/zero) or a FIFO nobody writes: clang
+// reads what a header names, so the pass runs in a child bounded in memory and in time. The
+// extraction ends with a warning on the header and keeps what the code scan found.
+TEST(ExtractHostile, AHeaderIncludingAnEndlessOrBlockingFileIsBounded) {
+  TempTree t;
+  t.write("src/good.c", "#include <stdlib.h>\nchar* g(void) { return getenv(\"GOOD_THREADS\"); }\n");
+  ASSERT_EQ(mkfifo((t.root / "pipe").c_str(), 0600), 0);
+  for (const std::string& target : {std::string("/dev/zero"), (t.root / "pipe").string()}) {
+    SCOPED_TRACE(target);
+    t.write("include/lib/lib.h", "#include \"" + target + "\"\nint lib_set_num_threads(int n);\n");
+    ExtractOptions o;
+    o.paths = {t.root.string()};
+    o.threads = 1;
+    o.api_max_mb = 256;
+    o.api_timeout_s = 5;
+    Facts f = extract(o);
+    // over the memory cap libclang gives up on the header (clang-parse) or the child ends (clang-budget)
+    EXPECT_TRUE(has_code(f, "clang-budget") || has_code(f, "clang-parse")) << f.diagnostics.str();
+    EXPECT_TRUE(f.api_controls.empty());
+    ASSERT_EQ(f.env_vars.size(), 1u);
+    EXPECT_EQ(f.env_vars[0].name, "GOOD_THREADS");
+  }
+}
