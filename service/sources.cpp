@@ -519,6 +519,31 @@ bool check_archive(const fs::path& file, const std::string& label, const SourceP
   return true;
 }
 
+// Members are unpacked with their modes less the umask: a folder of mode 000 could not be
+// walked, and one of 0555 not emptied, by the service that wrote it, so a refused or replaced
+// tree stayed in the cache for good. Every folder is made owner-rwx and every file owner-rw,
+// each folder before it is entered.
+void own_tree(const fs::path& dir) {
+  auto fix = [](const fs::path& p) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0) return;
+    mode_t want = S_ISDIR(st.st_mode) ? S_IRWXU : S_ISREG(st.st_mode) ? (S_IRUSR | S_IWUSR) : 0;
+    if ((st.st_mode & want) != want) ::chmod(p.c_str(), (st.st_mode & 07777) | want);
+  };
+  fix(dir);
+  std::error_code ec;
+  fs::recursive_directory_iterator it(dir, ec), end;  // never follows folder links
+  for (; !ec && it != end; it.increment(ec)) fix(it->path());
+}
+
+// An unpacked tree removed whatever modes its members came with.
+void remove_tree(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(dir, ec))) return;
+  own_tree(dir);
+  fs::remove_all(dir, ec);
+}
+
 // Defence in depth after any unpacking (tar, git archive, dpkg-source), on real paths:
 // symbolic links whose target resolves outside `dir` (or loops) are removed, as are
 // files whose inode has links outside the tree and anything but files, folders and links;
@@ -526,6 +551,7 @@ bool check_archive(const fs::path& file, const std::string& label, const SourceP
 bool sanitize_tree(const fs::path& dir, const std::string& label, const SourcePolicy& policy,
                    Diagnostics& diags) {
   SourceLoc loc{label, 0, 0};
+  own_tree(dir);
   std::error_code ec;
   fs::path root = fs::canonical(dir, ec);
   if (ec) {
@@ -940,24 +966,24 @@ bool fetch_git(const SourceSpec& s, const SourcePolicy& policy, FetchedSource& o
   std::string label = "git tree " + tree.substr(0, 12);
   if (!check_git_tree(git, cache, tree, label, policy, cancel, diags)) return false;
   fs::path tmp = dest.string() + ".tmp";
-  fs::remove_all(tmp, ec);
+  remove_tree(tmp);
   fs::create_directories(tmp, ec);
   fs::path tar = tmp.string() + ".tar";
   if (!run_tool(with({"-C", cache.string(), "archive", "--format=tar", "-o", tar.string(), tree}), policy, cancel,
                 diags, "git archive")) {
     fs::remove(tar, ec);
-    fs::remove_all(tmp, ec);
+    remove_tree(tmp);
     return false;
   }
   // a repository may hold links to /etc: the same checks as for any archive
   bool ok = unpack_tar(tar, tmp, label, policy, cancel, diags);
   fs::remove(tar, ec);
   if (!ok) {
-    fs::remove_all(tmp, ec);
+    remove_tree(tmp);
     return false;
   }
   std::ofstream(tmp / ".fetched") << out.describe << "\n";
-  fs::remove_all(dest, ec);
+  remove_tree(dest);
   fs::rename(tmp, dest, ec);
   out.dir = dest.string();
   return true;
@@ -980,7 +1006,7 @@ bool fetch_debian_revision(const SourceSpec& s, const std::string& version, cons
     return true;
   }
   fs::path tmp = dest.string() + ".tmp";
-  fs::remove_all(tmp, ec);
+  remove_tree(tmp);
   fs::create_directories(tmp, ec);
   if (progress) progress("downloading " + s.package + "=" + version);
   std::vector<std::string> argv = {"apt-get"};
@@ -988,7 +1014,7 @@ bool fetch_debian_revision(const SourceSpec& s, const std::string& version, cons
   argv.insert(argv.end(), o.begin(), o.end());
   argv.insert(argv.end(), {"source", "--download-only", "-qq", s.package + "=" + version});
   if (!run_tool(argv, policy, cancel, diags, "apt-get source " + s.package + "=" + version, nullptr, tmp.string())) {
-    fs::remove_all(tmp, ec);
+    remove_tree(tmp);
     return false;
   }
   fs::path dsc;
@@ -996,7 +1022,7 @@ bool fetch_debian_revision(const SourceSpec& s, const std::string& version, cons
     if (e.path().extension() == ".dsc") dsc = e.path();
   if (dsc.empty()) {
     diags.error(SourceLoc{"apt-get", 0, 0}, "no .dsc downloaded for " + s.package + "=" + version, "fetch-failed");
-    fs::remove_all(tmp, ec);
+    remove_tree(tmp);
     return false;
   }
   if (progress) progress("unpacking " + dsc.filename().string());
@@ -1011,21 +1037,21 @@ bool fetch_debian_revision(const SourceSpec& s, const std::string& version, cons
     std::string name = e.path().filename().string();
     if (is_tarball(name) && fs::is_regular_file(fs::symlink_status(e.path())) &&
         !check_archive(e.path(), name, policy, cancel, diags)) {
-      fs::remove_all(tmp, ec);
+      remove_tree(tmp);
       return false;
     }
   }
   if (!run_tool({"dpkg-source", "--no-check", "-x", dsc.string(), (tmp / "src").string()}, policy, cancel, diags,
                 "dpkg-source -x") ||
       !sanitize_tree(tmp / "src", s.package + "_" + version, policy, diags)) {
-    fs::remove_all(tmp, ec);
+    remove_tree(tmp);
     return false;
   }
   out.digest = "deb-dsc:" + sha256_file(dsc);
   for (auto& e : fs::directory_iterator(tmp, ec))
     if (fs::is_regular_file(e.path())) fs::remove(e.path(), ec);  // drop the downloaded archives
   std::ofstream(tmp / ".fetched") << out.digest << "\n";
-  fs::remove_all(dest, ec);
+  remove_tree(dest);
   fs::rename(tmp, dest, ec);
   out.dir = single_child_or_self(dest / "src");
   return true;
@@ -1101,15 +1127,15 @@ bool fetch_tarball(const SourceSpec& s, const SourcePolicy& policy, FetchedSourc
     if (progress) progress("listing " + file.filename().string());
     if (!check_archive(file, label, policy, cancel, diags)) return false;
     fs::path tmp = dest.string() + ".tmp";
-    fs::remove_all(tmp, ec);
+    remove_tree(tmp);
     fs::create_directories(tmp / "src", ec);
     if (progress) progress("unpacking " + file.filename().string());
     if (!unpack_tar(file, tmp / "src", label, policy, cancel, diags)) {
-      fs::remove_all(tmp, ec);
+      remove_tree(tmp);
       return false;
     }
     std::ofstream(tmp / ".fetched") << out.digest << "\n";
-    fs::remove_all(dest, ec);
+    remove_tree(dest);
     fs::rename(tmp, dest, ec);
   }
   out.dir = single_child_or_self(dest / "src");
