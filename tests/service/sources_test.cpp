@@ -162,10 +162,11 @@ TEST_F(Sources, TreeDigestFollowsContentNotTime) {
 struct TarBuilder {
   std::string data;
   // type: '0' file, '1' hard link, '2' symbolic link, '5' folder, '6' FIFO
-  TarBuilder& add(const std::string& name, char type, const std::string& content = {}, const std::string& link = {}) {
+  TarBuilder& add(const std::string& name, char type, const std::string& content = {}, const std::string& link = {},
+                  int mode = -1) {
     char h[512] = {};
     std::snprintf(h, 100, "%s", name.c_str());
-    std::snprintf(h + 100, 8, "%07o", type == '5' ? 0755 : 0644);
+    std::snprintf(h + 100, 8, "%07o", mode >= 0 ? mode : type == '5' ? 0755 : 0644);
     std::snprintf(h + 108, 8, "%07o", 0);
     std::snprintf(h + 116, 8, "%07o", 0);
     std::snprintf(h + 124, 12, "%011o", static_cast<unsigned>(content.size()));
@@ -338,6 +339,32 @@ TEST_F(Archives, NotATarballIsAClearError) {
   EXPECT_FALSE(fetch_tarball(tmp.path() / "root" / "junk.tar.gz", out, d));
   EXPECT_TRUE(has_diag(d, "archive-unreadable")) << d.str();
   EXPECT_EQ(unpacked_left(), 0u);
+}
+
+// Folders and files whose members say mode 000 or 0555: unpacked as they say, the service
+// could not walk or empty them (a refused or replaced tree stayed in the cache). They are
+// made the owner's to read, write and enter, so the tree is read whole.
+TEST_F(Archives, MembersWithoutPermissionsAreMadeTheOwners) {
+  fs::path tarball = tmp.path() / "root" / "modes.tar";
+  TarBuilder()
+      .add("pkg/", '5')
+      .add("pkg/locked/", '5', {}, {}, 0)
+      .add("pkg/locked/x.c", '0', "char* x(void) { return getenv(\"LOCKED_THREADS\"); }\n", {}, 0)
+      .add("pkg/ro/", '5', {}, {}, 0555)
+      .add("pkg/ro/y.c", '0', "int y;\n", {}, 0444)
+      .write(tarball);
+  FetchedSource out;
+  Diagnostics d;
+  ASSERT_TRUE(fetch_tarball(tarball, out, d)) << d.str();
+  auto perms = [](const fs::path& p) { return fs::symlink_status(p).permissions(); };
+  fs::path pkg(out.dir);
+  for (auto* dir : {"locked", "ro"})
+    EXPECT_EQ(perms(pkg / dir) & fs::perms::owner_all, fs::perms::owner_all) << dir;
+  for (auto* file : {"locked/x.c", "ro/y.c"}) {
+    auto want = fs::perms::owner_read | fs::perms::owner_write;
+    EXPECT_EQ(perms(pkg / file) & want, want) << file;
+  }
+  EXPECT_TRUE(env_names(out.dir).count("LOCKED_THREADS"));
 }
 
 // A git repository may hold links to /etc and outside files: they never reach the tree;
