@@ -1,6 +1,7 @@
 // Shared objects without source, through elfutils' libelf: DT_SONAME and DT_NEEDED, the
 // resource-relevant dynamic symbols it imports and exports, and knob-like read-only strings.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <unistd.h>
@@ -83,9 +84,16 @@ BinaryFacts scan_binary(const std::string& path, Diagnostics& diags) {
     diags.error({path, 0, 0}, "libelf is too old for this ELF version", "elf-version");
     return b;
   }
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // without blocking, and only a regular file: a FIFO put in its place would block the open
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     diags.warning({path, 0, 0}, std::string("cannot open: ") + std::strerror(errno), "skip-unreadable");
+    return b;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    diags.warning({path, 0, 0}, "cannot open: not a regular file", "skip-unreadable");
+    ::close(fd);
     return b;
   }
   Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);

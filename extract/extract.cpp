@@ -52,38 +52,6 @@ struct FileResult {
   bool scanned = false;
 };
 
-// Reads at most `limit` bytes of a regular file. Opened without blocking and checked after
-// opening, so that a FIFO or device put in place of a walked file is refused, not waited on.
-bool read_file(const std::string& path, uint64_t limit, std::string& out, std::string& err) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    err = std::strerror(errno);
-    return false;
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    err = "not a regular file";
-    return false;
-  }
-  out.resize(limit);
-  size_t got = 0;
-  while (got < limit) {
-    ssize_t r = ::read(fd, out.data() + got, limit - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) {
-      ::close(fd);
-      err = "read error";
-      return false;
-    }
-    if (r == 0) break;
-    got += static_cast<size_t>(r);
-  }
-  ::close(fd);
-  out.resize(got);
-  return true;
-}
-
 bool valid_utf8(std::string_view s) {
   size_t i = 0, n = s.size();
   while (i < n) {
@@ -115,7 +83,7 @@ void scan_one(const walk::Entry& e, const ExtractOptions& opt, FileResult& r) {
     return;
   }
   std::string head, err;
-  if (!read_file(e.path, e.kind == Kind::Elf ? 4096 : limit, head, err)) {
+  if (!walk::read_entry(e, e.kind == Kind::Elf ? 4096 : limit, head, err)) {
     r.diags.warning({e.rel, 0, 0}, "cannot read: " + err, "skip-unreadable", "check its permissions");
     return;
   }
@@ -182,7 +150,7 @@ scope::BuildMap read_build_files(const std::vector<walk::Entry>& entries) {
   build.read_include = [&](const std::string& rel, std::string& text) {
     auto it = by_rel.find(rel);
     std::string err;
-    return it != by_rel.end() && read_file(it->second->path, kMaxBuildFileBytes, text, err);
+    return it != by_rel.end() && walk::read_entry(*it->second, kMaxBuildFileBytes, text, err);
   };
   size_t read = 0;
   for (auto& e : entries) {
@@ -194,7 +162,7 @@ scope::BuildMap read_build_files(const std::vector<walk::Entry>& entries) {
         by_rel.count((std::filesystem::path(e.rel).parent_path() / "Makefile.am").generic_string()))
       continue;
     std::string text, err;
-    if (!read_file(e.path, kMaxBuildFileBytes, text, err)) continue;  // the scan reported it if it mattered
+    if (!walk::read_entry(e, kMaxBuildFileBytes, text, err)) continue;  // the scan reported it if it mattered
     ++read;
     build.add(e.rel, text);
   }

@@ -2,7 +2,9 @@
 // loops, dangling links and unreadable folders reported instead of followed; and artifact kinds.
 #include "extract/walk.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -39,6 +41,8 @@ Entry make_entry(const fs::path& opened, const fs::path& named, const fs::path& 
   en.rel = named.lexically_relative(root).string();
   en.size = static_cast<uint64_t>(st.st_size);
   en.kind = kind_by_name(en.rel);
+  en.dev = static_cast<uint64_t>(st.st_dev);
+  en.ino = static_cast<uint64_t>(st.st_ino);
   return en;
 }
 
@@ -157,6 +161,8 @@ std::vector<Entry> list_files(const std::vector<std::string>& roots, Diagnostics
       en.rel = fs::path(r).filename().string();
       en.size = static_cast<uint64_t>(st.st_size);
       en.kind = kind_by_name(en.rel);
+      en.dev = static_cast<uint64_t>(st.st_dev);
+      en.ino = static_cast<uint64_t>(st.st_ino);
       out.push_back(std::move(en));
     } else {
       diags.warning({r, 0, 0}, "skipped: not a regular file or folder (FIFO, socket or device)", "skip-not-source",
@@ -164,6 +170,41 @@ std::vector<Entry> list_files(const std::vector<std::string>& roots, Diagnostics
     }
   }
   return out;
+}
+
+bool read_entry(const Entry& e, uint64_t limit, std::string& out, std::string& err) {
+  int fd = ::open(e.path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    err = std::strerror(errno);
+    return false;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    err = "not a regular file";
+    return false;
+  }
+  if (e.ino != 0 && (static_cast<uint64_t>(st.st_dev) != e.dev || static_cast<uint64_t>(st.st_ino) != e.ino)) {
+    ::close(fd);
+    err = "replaced since the tree was listed (by another file or a link)";
+    return false;
+  }
+  out.resize(limit);
+  size_t got = 0;
+  while (got < limit) {
+    ssize_t r = ::read(fd, out.data() + got, limit - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      ::close(fd);
+      err = "read error";
+      return false;
+    }
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
+  }
+  ::close(fd);
+  out.resize(got);
+  return true;
 }
 
 Kind kind_by_name(const std::string& rel) {

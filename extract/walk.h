@@ -16,6 +16,7 @@ struct Entry {
   std::string rel;   // relative to its root, for provenance
   uint64_t size = 0;
   Kind kind = Kind::Skip;
+  uint64_t dev = 0, ino = 0;  // the file the walk saw; read_entry reads only that one
 };
 
 // Lists regular files under `roots` (files or directories), skipping dot-folders. Each root
@@ -25,6 +26,11 @@ struct Entry {
 // FIFOs, sockets and devices are never opened. Loops, dangling links and unreadable folders
 // are reported in `diags`.
 std::vector<Entry> list_files(const std::vector<std::string>& roots, Diagnostics& diags);
+
+// Reads at most `limit` bytes of the entry's file: opened without blocking and read only
+// when it is still the regular file the walk listed (same device and inode), so a FIFO,
+// device, folder or link to outside put in its place meanwhile is refused with `err`.
+bool read_entry(const Entry& e, uint64_t limit, std::string& out, std::string& err);
 
 // The kind by name; refine_kind looks at the first bytes (ELF, gzip, NUL bytes, shebang).
 Kind kind_by_name(const std::string& rel);
