@@ -14,6 +14,7 @@
 #include <set>
 
 #include "extract/extract.h"
+#include "extract/walk.h"
 #include "tests/extract/temp_tree.h"
 
 namespace fs = std::filesystem;
@@ -230,5 +231,39 @@ TEST(ExtractHostile, AHeaderIncludingAnEndlessOrBlockingFileIsBounded) {
     EXPECT_TRUE(f.api_controls.empty());
     ASSERT_EQ(f.env_vars.size(), 1u);
     EXPECT_EQ(f.env_vars[0].name, "GOOD_THREADS");
+  }
+}
+
+// Files replaced between the walk and the read: by a link to a file outside the tree, by a
+// FIFO (whose open would block), by a folder, by another file. Each is refused with a reason;
+// the outside text is never read, and an unchanged file still is.
+TEST(ExtractHostile, AFileReplacedAfterTheWalkIsNotRead) {
+  TempTree t, outside("outside");
+  outside.write("secret.c", "char* s(void) { return getenv(\"OUTSIDE_MARKER\"); }\n");
+  for (auto* name : {"link.c", "fifo.c", "dir.c", "other.c", "kept.c"})
+    t.write(std::string("src/") + name, "char* f(void) { return getenv(\"INSIDE\"); }\n");
+  syspilot::Diagnostics d;
+  auto entries = walk::list_files({t.root.string()}, d);
+  ASSERT_EQ(entries.size(), 5u) << d.str();
+  fs::path src = t.root / "src";
+  for (auto* name : {"link.c", "fifo.c", "dir.c"}) fs::remove(src / name);
+  fs::create_symlink(outside.root / "secret.c", src / "link.c");
+  ASSERT_EQ(mkfifo((src / "fifo.c").c_str(), 0600), 0);
+  fs::create_directory(src / "dir.c");
+  t.write("src/other.c.new", "char* f(void) { return getenv(\"REPLACED\"); }\n");  // a new inode
+  fs::rename(src / "other.c.new", src / "other.c");
+  for (auto& e : entries) {
+    SCOPED_TRACE(e.rel);
+    std::string text, err;
+    bool ok = walk::read_entry(e, 1 << 20, text, err);
+    EXPECT_EQ(text.find("OUTSIDE_MARKER"), std::string::npos);
+    EXPECT_EQ(text.find("REPLACED"), std::string::npos);
+    if (e.rel == "src/kept.c") {
+      EXPECT_TRUE(ok) << err;
+      EXPECT_NE(text.find("INSIDE"), std::string::npos);
+    } else {
+      EXPECT_FALSE(ok);
+      EXPECT_FALSE(err.empty());
+    }
   }
 }
