@@ -367,6 +367,26 @@ TEST_F(Archives, MembersWithoutPermissionsAreMadeTheOwners) {
   EXPECT_TRUE(env_names(out.dir).count("LOCKED_THREADS"));
 }
 
+// A member tar cannot write (a name of 300 bytes, given in a pax header): the refusal says
+// what failed, not tar's closing line "Exiting with failure status due to previous errors".
+TEST_F(Archives, AMemberTarCannotWriteIsNamedInTheError) {
+  std::string name = "pkg/" + std::string(300, 'a') + ".c";
+  std::string record = " path=" + name + "\n";
+  size_t len = record.size() + 3;  // three digits of length, counted in the length
+  fs::path tarball = tmp.path() / "root" / "long.tar";
+  TarBuilder()
+      .add("pkg/", '5')
+      .add("pkg/PaxHeader", 'x', std::to_string(len) + record)
+      .add("pkg/long.c", '0', "int x;\n")
+      .write(tarball);
+  FetchedSource out;
+  Diagnostics d;
+  EXPECT_FALSE(fetch_tarball(tarball, out, d));
+  EXPECT_NE(d.str().find("File name too long"), std::string::npos) << d.str();
+  EXPECT_EQ(d.str().find("Exiting with failure status"), std::string::npos) << d.str();
+  EXPECT_EQ(unpacked_left(), 0u);
+}
+
 // A git repository may hold links to /etc and outside files: they never reach the tree;
 // and a git tree is capped like any archive.
 TEST_F(Archives, GitTreesAreCheckedLikeArchives) {
