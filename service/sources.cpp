@@ -275,19 +275,22 @@ bool run_tool(const std::vector<std::string>& argv, const SourcePolicy& policy, 
   else if (r.timed_out) why = "timed out after " + std::to_string(static_cast<int>(policy.fetch_timeout_s)) + " s";
   else {
     std::string err = r.err;
-    // the last line says why, but tar ends with a summary line after the member that failed
+    // the last line says why, but tar ends with a summary line after the member that failed,
+    // and may note after it that it removed a leading '/' from other members
     auto last_line = [&err] {
       while (!err.empty() && std::isspace(static_cast<unsigned char>(err.back()))) err.pop_back();
       auto nl = err.rfind('\n');
       return nl == std::string::npos ? 0 : nl + 1;
     };
     size_t from = last_line();
-    if (from > 0 && err.find("Exiting with failure status due to previous errors", from) != std::string::npos) {
+    while (from > 0 && (err.find("Exiting with failure status due to previous errors", from) != std::string::npos ||
+                        err.compare(from, 22, "tar: Removing leading ") == 0)) {
       err.resize(from);
       from = last_line();
     }
     std::string line = err.substr(from);
-    if (line.size() > 400) line = line.substr(0, 400) + "...";  // a member's name can be thousands of bytes
+    // a member's name can be thousands of bytes: its start and the reason after it are kept
+    if (line.size() > 400) line = line.substr(0, 200) + "..." + line.substr(line.size() - 200);
     why = "exit " + std::to_string(r.exit_code) + ": " + line;
   }
   diags.error(SourceLoc{argv[0], 0, 0}, what + " failed (" + why + ")", r.cancelled ? "cancelled" : "fetch-failed",
