@@ -387,6 +387,37 @@ TEST_F(Archives, AMemberTarCannotWriteIsNamedInTheError) {
   EXPECT_EQ(unpacked_left(), 0u);
 }
 
+// The reason survives a member name of 3000 bytes (its start and end are kept) and tar's
+// notices after it: a member named with '..' is not written, then tar notes that it removed
+// the leading '/' of an absolute member.
+TEST_F(Archives, TheReasonTarGivesSurvivesLongNamesAndLaterNotices) {
+  std::string record = " path=pkg/" + std::string(3000, 'a') + ".c\n";
+  fs::path longname = tmp.path() / "root" / "longer.tar";
+  TarBuilder()
+      .add("pkg/", '5')
+      .add("pkg/PaxHeader", 'x', std::to_string(record.size() + 4) + record)  // four digits of length
+      .add("pkg/long.c", '0', "int x;\n")
+      .write(longname);
+  fs::path dotdot = tmp.path() / "root" / "dotdot.tar";
+  TarBuilder()
+      .add("pkg/", '5')
+      .add("pkg/../../up.c", '0', "int up;\n")
+      .add("/abs.c", '0', "int abs;\n")
+      .write(dotdot);
+  for (auto& [tarball, reason] : {std::pair{longname, std::string("File name too long")},
+                                  std::pair{dotdot, std::string("Member name contains '..'")}}) {
+    FetchedSource out;
+    Diagnostics d;
+    EXPECT_FALSE(fetch_tarball(tarball, out, d));
+    ASSERT_FALSE(d.items().empty());
+    const std::string& message = d.items().back().message;
+    EXPECT_NE(message.find(reason), std::string::npos) << message;
+    EXPECT_EQ(message.find("Removing leading"), std::string::npos) << message;
+    EXPECT_LT(message.size(), 1000u);
+    EXPECT_EQ(unpacked_left(), 0u);
+  }
+}
+
 // A git repository may hold links to /etc and outside files: they never reach the tree;
 // and a git tree is capped like any archive.
 TEST_F(Archives, GitTreesAreCheckedLikeArchives) {
