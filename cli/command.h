@@ -8,6 +8,7 @@
 #include <string>
 
 namespace CLI { class App; }
+namespace syspilot { class Diagnostics; }
 
 namespace syspilot::cli {
 
@@ -41,9 +42,14 @@ struct NothingToDo : std::runtime_error {
 };
 
 // Writes `text` to `path` through a temporary file in the same folder and a rename, so an
-// interrupted write never leaves half a file or truncates the one it replaces. Throws
+// interrupted write never leaves half a file or truncates the one it replaces. A link is
+// followed (the file it names is replaced) and an existing file keeps its permissions. Throws
 // UsageError saying which path could not be written.
 void write_file_atomically(const std::string& path, const std::string& text);
+
+// Prints a file's diagnostics to stderr, at most the first 200 (errors only with
+// `errors_only`), then how many more there were: 200000 duplicate lines printed 33 MB.
+void print_diagnostics(const std::string& file, const Diagnostics& d, bool errors_only = false);
 
 // `v` as one POSIX shell word: unchanged when it holds only safe characters, else in single
 // quotes (an embedded quote as '\''). For the lines a command prints to be pasted or sourced.
