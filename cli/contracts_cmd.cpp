@@ -362,7 +362,7 @@ void register_import(CLI::App* parent) {
       lpcl::Document doc = lpcl::parse_file(f, d);
       if (!d.has_errors()) lpcl::check(doc, d);
       if (d.has_errors()) {
-        d.print(std::cerr);
+        print_diagnostics(f, d);
         errors += d.error_count();
         continue;
       }

@@ -60,9 +60,6 @@ lpcl::Document parse_or_fail(const std::string& path, std::string* text = nullpt
   return doc;
 }
 
-// Diagnostics `check` prints for one file; the counts still cover them all.
-constexpr size_t kMaxShown = 200;
-
 void register_check(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("check", "Parse and check LPCL files; print diagnostics (exit 1 on errors)");
   auto files = std::make_shared<std::vector<std::string>>();
@@ -77,18 +74,7 @@ void register_check(CLI::App& app, Context& ctx) {
       lpcl::Document doc = lpcl::parse_file(f, d);
       if (input_problem(d)) unreadable = true;
       if (!d.has_errors()) lpcl::check(doc, d);
-      // At most kMaxShown diagnostics a file: 200000 duplicate lines printed 33 MB.
-      size_t shown = 0, held = 0;
-      for (auto& x : d.items()) {
-        if (*quiet && x.severity != Severity::Error) continue;
-        if (shown < kMaxShown) {
-          std::cerr << x.str() << '\n';
-          ++shown;
-        } else {
-          ++held;
-        }
-      }
-      if (held) std::cerr << f << ": " << held << " more diagnostic(s) not shown (the first " << kMaxShown << " are)\n";
+      print_diagnostics(f, d, *quiet);
       errors += d.error_count();
       warnings += d.warning_count();
     }
