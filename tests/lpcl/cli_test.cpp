@@ -77,6 +77,38 @@ TEST_F(Cli, FmtPrintsChecksAndRewrites) {
   EXPECT_EQ(piped.out, kCanonical);
 }
 
+// fmt -w through a link rewrites the file the link names and leaves the link a link; the file
+// keeps its permissions (a private contract stays private).
+TEST_F(Cli, FmtRewritesThroughALinkAndKeepsPermissions) {
+  namespace fs = std::filesystem;
+  std::string real = file("real.lpcl", kMessy);
+  fs::permissions(real, fs::perms::owner_read | fs::perms::owner_write);
+  std::string link = dir_ + "/link.lpcl";
+  fs::create_symlink("real.lpcl", link);
+  auto w = syspilot({"fmt", "-w", link});
+  EXPECT_EQ(w.status, 0) << w.err;
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(read_file(real), kCanonical);
+  EXPECT_EQ(fs::status(real).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  for (auto& e : fs::directory_iterator(dir_)) EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
+}
+
+// contracts import of a file with thousands of errors prints the first 200 and how many more,
+// as check does, and stores nothing.
+TEST_F(Cli, ImportPrintsAtMost200DiagnosticsAFile) {
+  std::string text = "contract x \"1\" {\n  control A : env int;\n";
+  for (int i = 0; i < 3000; ++i) text += "  demand cpu.thread = 1;\n";
+  text += "}\n";
+  std::string path = file("many.lpcl", text);
+  auto r = syspilot({"contracts", "import", path, "--db", dir_ + "/s.db"});
+  EXPECT_EQ(r.status, 2) << r.err.substr(0, 400);
+  size_t lines = std::count(r.err.begin(), r.err.end(), '\n');
+  EXPECT_LT(lines, 500u) << r.err.size() << " bytes";
+  EXPECT_NE(r.err.find(path + ": 5799 more diagnostic(s) not shown (the first 200 are)"), std::string::npos)
+      << r.err.substr(r.err.size() > 400 ? r.err.size() - 400 : 0);
+  EXPECT_NE(r.err.find("nothing was stored"), std::string::npos) << r.err.substr(r.err.size() > 400 ? r.err.size() - 400 : 0);
+}
+
 TEST_F(Cli, FmtRefusesBrokenFilesAndLeavesThemAlone) {
   std::string broken = file("broken.lpcl", "contract x \"1\" {\n  control A : env int\n}\n");
   auto r = syspilot({"fmt", "-w", broken});
