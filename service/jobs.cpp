@@ -169,22 +169,25 @@ json JobQueue::list(int limit) const {
 JobQueue::Cancel JobQueue::cancel(const std::string& id) {
   std::lock_guard<std::mutex> g(mu_);
   auto& db = thread_store(opts_.db_path).db();
-  auto state = db.query_text("SELECT state FROM service_jobs WHERE id = ?1", id);
-  if (!state) return Cancel::NotFound;
-  if (*state == "queued") {
+  // A queued job is cancelled only by an UPDATE that finds it still queued: a worker claims
+  // a job with the same kind of UPDATE (run_one), so exactly one of the two wins, and a job
+  // answered "cancelled" never runs.
+  if (db.prepare(std::string("UPDATE service_jobs SET state = 'cancelled', stage = 'cancelled', finished_at = ") +
+                 kNow + " WHERE id = ?1 AND state = 'queued'")
+          .bind_all(id)
+          .run() > 0) {
     for (auto it = queue_.begin(); it != queue_.end(); ++it)
       if (*it == id) {
         queue_.erase(it);
         break;
       }
     secrets_.erase(id);
-    db.prepare(std::string("UPDATE service_jobs SET state = 'cancelled', stage = 'cancelled', finished_at = ") +
-               kNow + " WHERE id = ?1 AND state = 'queued'")
-        .bind_all(id)
-        .run();
     return Cancel::Cancelled;
   }
+  auto state = db.query_text("SELECT state FROM service_jobs WHERE id = ?1", id);
+  if (!state) return Cancel::NotFound;
   if (*state == "running") {
+    // Claimed by a worker, which registered it in running_ before claiming it.
     auto it = running_.find(id);
     if (it != running_.end()) it->second->cancel = true;
     return Cancel::Requested;
@@ -216,22 +219,24 @@ void JobQueue::run_one(store::Store& st, const std::string& id) {
     if (auto it = secrets_.find(id); it != secrets_.end()) secrets = it->second;
   }
   busy_++;
-  std::string kind;
-  json request;
-  {
-    auto s = st.db().prepare("SELECT kind, request FROM service_jobs WHERE id = ?1 AND state = 'queued'");
-    s.bind_all(id);
-    if (s.step()) {
-      kind = s.column_text(0);
-      request = parse_or(s.column_text(1), json::object());
+  // Claimed only while still queued: a DELETE that cancelled it first wins (see cancel()).
+  bool claimed = st.db()
+                     .prepare(std::string("UPDATE service_jobs SET state = 'running', attempts = attempts + 1, "
+                                          "started_at = ") +
+                              kNow + ", stage = 'starting' WHERE id = ?1 AND state = 'queued'")
+                     .bind_all(id)
+                     .run() > 0;
+  if (claimed) {
+    std::string kind;
+    json request;
+    {
+      auto s = st.db().prepare("SELECT kind, request FROM service_jobs WHERE id = ?1");
+      s.bind_all(id);
+      if (s.step()) {
+        kind = s.column_text(0);
+        request = parse_or(s.column_text(1), json::object());
+      }
     }
-  }
-  if (!kind.empty()) {
-    st.db()
-        .prepare(std::string("UPDATE service_jobs SET state = 'running', attempts = attempts + 1, started_at = ") +
-                 kNow + ", stage = 'starting' WHERE id = ?1")
-        .bind_all(id)
-        .run();
     // Shared flags that the context reads; the Running entry is what cancel() flips.
     auto cancel_flag = std::shared_ptr<std::atomic<bool>>(running, &running->cancel);
     auto shutdown_flag = std::shared_ptr<std::atomic<bool>>(running, &running->shutdown);
