@@ -368,6 +368,34 @@ TEST_F(SlowLlm, QueueFullGives429AndDeleteCancels) {
   EXPECT_EQ(read_file(tmp.path() / "db.sqlite-wal").find("sk-secret"), std::string::npos);
 }
 
+// A DELETE that answers 200 "cancelled" is final: the job never runs, even when a worker
+// picks it up at the same moment (it was set running after the DELETE had cancelled it).
+TEST_F(Api, ACancelledJobNeverRuns) {
+  start([](ServiceOptions& o) { o.workers = 2; });
+  std::string path = dir_release("race", "1.0.0");
+  cli->set_keep_alive(true);
+  std::vector<std::string> cancelled;
+  for (int i = 0; i < 60; ++i) {
+    std::string version = "1.0." + std::to_string(i);
+    auto r = post("/v1/synthesize", {{"library", "race"}, {"version", version},
+                                     {"source", {{"kind", "dir"}, {"path", path}}}});
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 202) << r->body;
+    std::string id = json::parse(r->body)["job"]["id"];
+    // At once, while an idle worker takes the job.
+    auto d = cli->Delete(("/v1/jobs/" + id).c_str(), auth(write_token));
+    ASSERT_TRUE(d);
+    if (d->status == 200) cancelled.push_back(id);
+  }
+  ASSERT_FALSE(cancelled.empty());
+  for (auto& id : cancelled) {
+    json job = wait_job(id);
+    EXPECT_EQ(job["state"], "cancelled") << job.dump(2);
+    EXPECT_TRUE(job["started_at"].is_null()) << job.dump(2);
+    get_json("/v1/libraries/race/contracts/" + job["version"].get<std::string>(), 404);
+  }
+}
+
 // /metrics counts the LLM calls and tokens a job spent, and a rebuild of the same input
 // (force) is answered from the caches: facts reused, LLM answers from the response cache.
 TEST_F(SlowLlm, MetricsCountLlmCallsTokensAndCacheHits) {
