@@ -3,11 +3,13 @@
 #include "service/regen.h"
 
 #include <chrono>
+#include <condition_variable>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -559,6 +561,49 @@ std::string facts_text(const extract::Facts& facts) {
   return extract::to_json(facts).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// One build of a release at a time in this process: two jobs for the same library and version
+// (a client's retry, two regenerations of one library) would otherwise both find the input
+// not yet built and store the same contract twice, as two revisions. The second waits, then
+// finds it unchanged. Only the releases being built are held, and a waiting job can be cancelled.
+class ReleaseBuild {
+ public:
+  ReleaseBuild(const std::string& library, const std::string& version) : key_(library + '\0' + version) {}
+  ~ReleaseBuild() {
+    if (!held_) return;
+    {
+      std::lock_guard<std::mutex> g(mu());
+      building().erase(key_);
+    }
+    cv().notify_all();
+  }
+  // False when `cancelled` says so before the release is free.
+  bool acquire(const std::function<bool()>& cancelled) {
+    std::unique_lock<std::mutex> g(mu());
+    while (building().count(key_)) {
+      if (cancelled && cancelled()) return false;
+      cv().wait_for(g, std::chrono::milliseconds(200));
+    }
+    building().insert(key_);
+    return held_ = true;
+  }
+
+ private:
+  static std::mutex& mu() {
+    static std::mutex m;
+    return m;
+  }
+  static std::condition_variable& cv() {
+    static std::condition_variable c;
+    return c;
+  }
+  static std::set<std::string>& building() {
+    static std::set<std::string> b;
+    return b;
+  }
+  std::string key_;
+  bool held_ = false;
+};
+
 }  // namespace
 
 ReleaseOutcome build_release(store::Store& st, const SourcePolicy& policy, const ReleaseRequest& req,
@@ -584,6 +629,8 @@ ReleaseOutcome build_release(store::Store& st, const SourcePolicy& policy, const
   if (std::string end = fetch_release(policy, req, cancelled, say, llm, llm_denied, src, facts_key, o); !end.empty())
     return finish(end);
 
+  ReleaseBuild building(req.library, req.version);
+  if (!building.acquire(cancelled)) return finish("cancelled");
   store::Database& db = st.db();
   if (!req.force) {
     auto built = db.query_text(
