@@ -4,6 +4,7 @@
 #include <httplib.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "extract/extract.h"
 #include "lpcl/lpcl.h"
@@ -394,6 +395,29 @@ TEST_F(Api, ACancelledJobNeverRuns) {
     EXPECT_TRUE(job["started_at"].is_null()) << job.dump(2);
     get_json("/v1/libraries/race/contracts/" + job["version"].get<std::string>(), 404);
   }
+}
+
+// The same release asked for twice at once (a client's retry) is built once: both jobs run
+// side by side, and the second finds the first's contract instead of storing it again as
+// revision 2.
+TEST_F(Api, TheSameReleaseSubmittedTwiceAtOnceIsStoredOnce) {
+  start([](ServiceOptions& o) { o.workers = 2; });
+  std::string path = dir_release("twice", "1.0.0");
+  for (const char* version : {"1.0.0", "1.1.0", "1.2.0"}) {
+    json body = {{"library", "twice"}, {"version", version}, {"source", {{"kind", "dir"}, {"path", path}}}};
+    auto a = post("/v1/synthesize", body), b = post("/v1/synthesize", body);
+    ASSERT_TRUE(a && b);
+    ASSERT_EQ(a->status, 202) << a->body;
+    ASSERT_EQ(b->status, 202) << b->body;
+    json ja = wait_job(json::parse(a->body)["job"]["id"]), jb = wait_job(json::parse(b->body)["job"]["id"]);
+    ASSERT_EQ(ja["state"], "succeeded") << ja.dump(2);
+    ASSERT_EQ(jb["state"], "succeeded") << jb.dump(2);
+    std::multiset<std::string> statuses = {ja["result"]["status"], jb["result"]["status"]};
+    EXPECT_EQ(statuses, (std::multiset<std::string>{"stored", "unchanged"})) << ja.dump(2) << jb.dump(2);
+    EXPECT_EQ(ja["result"]["revision"], 1);
+    EXPECT_EQ(jb["result"]["revision"], 1);
+  }
+  for (auto& v : get_json("/v1/libraries/twice/contracts")["versions"]) EXPECT_EQ(v["revision"], 1) << v.dump();
 }
 
 // /metrics counts the LLM calls and tokens a job spent, and a rebuild of the same input
