@@ -120,6 +120,15 @@ bool valid_suite(const std::string& s) {
   return true;
 }
 
+// A suite as a deb-src line and the private apt state's folder name take it: checked when a
+// source is submitted (validate_source) and again where apt is prepared (feeds name suites too).
+bool check_suite(const std::string& suite, const SourceLoc& where, Diagnostics& diags) {
+  if (suite.size() <= 64 && valid_suite(suite)) return true;
+  diags.error(where, "invalid Debian suite name: " + suite.substr(0, 64), "bad-source",
+              "use names like bookworm, trixie, sid");
+  return false;
+}
+
 // Every value a request can carry has a length limit, checked before anything else.
 bool check_length(const std::string& value, const std::string& name, size_t max, Diagnostics& diags) {
   if (value.size() <= max) return true;
@@ -697,11 +706,7 @@ bool prepare_apt(const std::vector<std::string>& suites_in, const SourcePolicy& 
   const auto& suites = suites_in.empty() ? kDefaultSuites : suites_in;
   std::string key;
   for (auto& s : suites) {
-    if (s.size() > 64 || !valid_suite(s)) {
-      diags.error(SourceLoc{"suites", 0, 0}, "invalid Debian suite name: " + s.substr(0, 64), "bad-source",
-                  "use names like bookworm, trixie, sid");
-      return false;
-    }
+    if (!check_suite(s, SourceLoc{"suites", 0, 0}, diags)) return false;
     key += s + "-";
   }
   state = fs::path(policy.work_dir) / "apt" / key.substr(0, key.size() - 1);
@@ -909,6 +914,7 @@ bool validate_source(const SourceSpec& s, const SourcePolicy& policy, Diagnostic
         if (check_argument(v, "fallback_versions", diags) && !valid_debian_version(v))
           diags.error(field("fallback_versions"), "invalid Debian version: " + v, "bad-source",
                       "exact versions such as 0.3.21+ds-3");
+      for (auto& suite : s.suites) check_suite(suite, field("suites"), diags);
       break;
     }
     case SourceSpec::Kind::Tarball: {
