@@ -209,6 +209,20 @@ TEST_F(Api, TraversalAttemptsAreRejected) {
   EXPECT_EQ(get_json("/v1/jobs")["jobs"].size(), 0u);  // nothing was queued
 }
 
+// A Debian suite becomes a deb-src line and a folder name: one that is not a suite name is a
+// 400 on submission, not a job that fails later.
+TEST_F(Api, BadDebianSuitesAre400BeforeAJobIsQueued) {
+  start();
+  for (const char* suite : {"-o", "../../etc", "sid main contrib", "Sid", ""}) {
+    json src = {{"kind", "debian-source"}, {"package", "openblas"}, {"version", "0.3.21+ds-4"}, {"suites", {suite}}};
+    auto r = post("/v1/synthesize", {{"library", "openblas"}, {"version", "0.3.21"}, {"source", src}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << suite << " -> " << r->body;
+    EXPECT_EQ(error_code(r), "bad-source") << suite;
+  }
+  EXPECT_EQ(get_json("/v1/jobs")["jobs"].size(), 0u);  // nothing was queued
+}
+
 TEST_F(Api, SynthesizeThenReadContractsVersionsAndDiff) {
   start();
   json job = wait_job(submit("foo", "1.0.0"));
