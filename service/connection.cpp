@@ -28,6 +28,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 thread_local bool t_close_after = false;
+enum class BodyEnd { Whole, Closed, TimedOut };
+thread_local BodyEnd t_body_end = BodyEnd::Whole;
 
 int ms_until(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
@@ -181,6 +183,7 @@ class ConnStream : public httplib::Stream {
       return static_cast<ssize_t>(n);
     }
     long r = t_.recv_some(ptr, size, read_deadline_);
+    if (r <= 0) t_body_end = r < 0 && Clock::now() >= read_deadline_ ? BodyEnd::TimedOut : BodyEnd::Closed;
     return r;
   }
   ssize_t write(const char* ptr, size_t size) override {
@@ -373,6 +376,8 @@ void GuardedServer::widen_backlog(int backlog) {
 }
 
 void GuardedServer::close_after_response() { t_close_after = true; }
+bool GuardedServer::body_cut_short() { return t_body_end != BodyEnd::Whole; }
+bool GuardedServer::body_timed_out() { return t_body_end == BodyEnd::TimedOut; }
 
 bool GuardedServer::admit(const std::string& peer, std::string& why) {
   std::lock_guard<std::mutex> g(mu_);
@@ -440,6 +445,7 @@ void GuardedServer::serve(Transport& t) {
     }
     ConnStream s(t, buf, after(limits_.body_timeout_s), limits_.write_timeout_s);
     t_close_after = false;
+    t_body_end = BodyEnd::Whole;
     bool last = n + 1 == limits_.max_requests || stopping_;
     bool closed = false;
     bool ok = false;
@@ -449,7 +455,7 @@ void GuardedServer::serve(Transport& t) {
       ok = false;  // the handlers catch their own; anything here ends only this connection
     }
     buf = s.unread();
-    if (!ok || closed || last || t_close_after) return;
+    if (!ok || closed || last || t_close_after || t_body_end != BodyEnd::Whole) return;
   }
 }
 

@@ -69,6 +69,11 @@ class GuardedServer : public httplib::Server {
   std::function<void(int status, const std::string& peer)> on_refused;
   // Set by a handler that answered without reading the request's body: the connection closes.
   static void close_after_response();
+  // Whether the body of the request being answered ended before its Content-Length (the client
+  // closed, or the body deadline passed: body_timed_out()). Such a connection closes after the
+  // response: the rest of the body, arriving later, must never be read as a request.
+  static bool body_cut_short();
+  static bool body_timed_out();
 
  private:
   bool process_and_close_socket(socket_t sock) override;

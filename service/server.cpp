@@ -971,11 +971,20 @@ struct Service::Impl {
       internal_error(req, res, what);
     });
     // Runs outside httplib's exception guard: it must not throw.
-    http->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    http->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+      // A body that ended before its Content-Length: its deadline passed (408) or the client
+      // closed. The connection closes after this answer (GuardedServer::serve).
+      if (GuardedServer::body_cut_short()) {
+        if (GuardedServer::body_timed_out()) res.status = 408;
+        res.set_header("Connection", "close");
+      }
       if (!res.body.empty()) return;
       try {
         std::string msg = res.status == 404   ? "no such endpoint: " + req.method + " " + truncate_utf8(req.path, 200)
                           : res.status == 413 ? "request body too large"
+                          : res.status == 408 ? "the request body did not arrive within " +
+                                                    std::to_string(int(opts.limits.body_timeout_s)) + " s"
+                          : GuardedServer::body_cut_short() ? "the request body ended before its Content-Length"
                                               : std::string("request failed with status ") + std::to_string(res.status);
         std::string hint = res.status == 404 ? "see docs/service.md for the API" : "";
         send_error(res, res.status, default_code(res.status), msg, hint);
