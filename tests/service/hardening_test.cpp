@@ -419,6 +419,32 @@ TEST_F(Hardening, SlowAndIdleSocketsDoNotStarveHealthz) {
   for (int fd : fds) ::close(fd);
 }
 
+// A body that stops short of its Content-Length ends its connection: the bytes that arrive
+// after the body deadline (here, a request of their own) are never read as a request.
+TEST_F(Hardening, ABodyCutShortClosesItsConnection) {
+  start([](ServiceOptions& o) { o.limits.body_timeout_s = 1; });
+  const std::string inner = "GET /v1/whoami HTTP/1.1\r\nHost: x\r\n\r\n";
+  int fd = connect_to(port());
+  std::string head = "POST /v1/compose HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + read_token +
+                     "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(inner.size() + 1) +
+                     "\r\n\r\n{";
+  ::send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  ::send(fd, inner.data(), inner.size(), MSG_NOSIGNAL);
+  std::string r = read_all(fd, 3);
+  ::close(fd);
+  EXPECT_EQ(status_of(r), 408) << r;
+  EXPECT_NE(r.find("\"code\":\"request-timeout\""), std::string::npos) << r;
+  EXPECT_NE(r.find("Connection: close\r\n"), std::string::npos) << r;
+  EXPECT_EQ(r.find("HTTP/1.1 ", 1), std::string::npos) << "a second response: " << r;
+  EXPECT_EQ(r.find("public_read"), std::string::npos) << r;
+  // Cut short by the client: 400, and closed.
+  r = raw(port(), head, 3, true);
+  EXPECT_EQ(status_of(r), 400) << r;
+  EXPECT_NE(r.find("Connection: close\r\n"), std::string::npos) << r;
+  EXPECT_LT(healthz_seconds(), 2);
+}
+
 TEST_F(Hardening, IdleTlsSocketsDoNotStarveHealthz) {
   auto tls = testsupport::make_self_signed_cert(tmp.str());
   start([&](ServiceOptions& o) {
