@@ -31,10 +31,11 @@ thread_local bool t_close_after = false;
 enum class BodyEnd { Whole, Closed, TimedOut };
 thread_local BodyEnd t_body_end = BodyEnd::Whole;
 
+// Rounded up: a poll that ends before the deadline would make a timeout look like an error.
 int ms_until(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now()).count();
   if (left <= 0) return 0;
-  return static_cast<int>(std::min<long long>(left, 60 * 60 * 1000));
+  return static_cast<int>(std::min<long long>((left + 999) / 1000, 60 * 60 * 1000));
 }
 
 Clock::time_point after(double seconds) {
