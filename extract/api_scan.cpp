@@ -98,17 +98,23 @@ std::string real(const std::string& p) {
   return ec ? p : r.string();
 }
 
+// The public header a cursor is written in (real path -> rel), by its name as clang gives it or
+// its real path; null for any other file. `line`: where in it.
+const std::pair<const std::string, std::string>* public_header_of(const Visit& v, CXCursor c, unsigned& line) {
+  CXFile f;
+  clang_getExpansionLocation(clang_getCursorLocation(c), &f, &line, nullptr, nullptr);
+  if (!f) return nullptr;
+  std::string fname = take(clang_getFileName(f));
+  auto pub = v.public_rel->find(fname);
+  if (pub == v.public_rel->end()) pub = v.public_rel->find(real(fname));
+  return pub == v.public_rel->end() ? nullptr : &*pub;
+}
+
 CXChildVisitResult visit(CXCursor c, CXCursor, CXClientData data) {
   auto* v = static_cast<Visit*>(data);
-  CXSourceLocation loc = clang_getCursorLocation(c);
-  CXFile f;
-  unsigned line = 0, col = 0;
-  clang_getExpansionLocation(loc, &f, &line, &col, nullptr);
-  if (!f) return CXChildVisit_Continue;
-  std::string fname = take(clang_getFileName(f));
-  auto pub = v->public_rel->find(fname);
-  if (pub == v->public_rel->end()) pub = v->public_rel->find(real(fname));
-  if (pub == v->public_rel->end() || v->done->count(pub->first)) return CXChildVisit_Continue;
+  unsigned line = 0;
+  auto* pub = public_header_of(*v, c, line);
+  if (!pub || v->done->count(pub->first)) return CXChildVisit_Continue;
   v->covered->insert(pub->first);
   v->rel = pub->second;
   CXCursorKind k = clang_getCursorKind(c);
@@ -187,14 +193,9 @@ CXChildVisitResult visit(CXCursor c, CXCursor, CXClientData data) {
             if (clang_getCursorKind(e) != CXCursor_EnumConstantDecl) return CXChildVisit_Continue;
             std::string en = take(clang_getCursorSpelling(e));
             if (en.empty() || en[0] == '_' || sentinel(en)) return CXChildVisit_Continue;
-            CXFile ef;
             unsigned eline = 0;
-            clang_getExpansionLocation(clang_getCursorLocation(e), &ef, &eline, nullptr, nullptr);
-            if (!ef) return CXChildVisit_Continue;
-            std::string efile = take(clang_getFileName(ef));
-            auto pub = ctx->first->public_rel->find(efile);
-            if (pub == ctx->first->public_rel->end()) pub = ctx->first->public_rel->find(real(efile));
-            if (pub == ctx->first->public_rel->end() || !ctx->first->seen->insert(en).second) return CXChildVisit_Continue;
+            auto* pub = public_header_of(*ctx->first, e, eline);
+            if (!pub || !ctx->first->seen->insert(en).second) return CXChildVisit_Continue;
             std::string edoc = clean_doc(take(clang_Cursor_getRawCommentText(e)));
             std::string ecat = lower(en).find("thread") != std::string::npos ? "threads" : "limit";
             ctx->first->out->push_back({en, "enum " + ctx->second + "::" + en, ecat, pub->second,

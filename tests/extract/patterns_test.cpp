@@ -21,11 +21,11 @@ namespace {
 
 using syspilot::extract::testing::TempTree;
 
-Facts run(const TempTree& t, const std::string& scope = "all") {
+Facts run(const TempTree& t, const std::string& scope = "all", bool api_controls = false) {
   ExtractOptions o;
   o.paths = {t.root.string()};
   o.threads = 2;
-  o.api_controls = false;
+  o.api_controls = api_controls;
   o.scope = scope;
   return extract(o);
 }
@@ -659,11 +659,7 @@ TEST(ExtractPatterns, ApiSettersOfReadVariablesAndBindingCalls) {
           "int lib_cpuset_to_nodeset(lib_cpuset_t set, lib_cpuset_t nodes);\n");                // 5
   t.write("include/private/internal.h", "int lib_set_internal_cpubind(int set);\n");
   t.write("include/deprecated.h", "int lib_set_membind_nodeset(int set, int flags);\n");
-  ExtractOptions o;
-  o.paths = {t.root.string()};
-  o.threads = 2;
-  o.scope = "all";
-  Facts f = extract(o);
+  Facts f = run(t, "all", true);
   std::set<std::string> got;
   for (auto& a : f.api_controls) got.insert(a.name + " " + a.category + " " + a.file + ":" + std::to_string(a.line));
   std::set<std::string> want = {"lib_set_stacksize setting src/include/lib.h.var:2",
@@ -911,11 +907,7 @@ TEST(ExtractPatterns, ApiInInstalledHeadersWithIncludesKeyedSettersAndAliases) {
   t.write("lib2/pool_internal.h", "int lib2_internal_set_num_threads(int n);\n");
   t.write("lib3/meson.build", "install_headers('lib3.h')\n");
   t.write("lib3/lib3.h", "void lib3_set_num_threads(int n);\n");
-  ExtractOptions o;
-  o.paths = {t.root.string()};
-  o.threads = 2;
-  o.scope = "all";
-  Facts f = extract(o);
+  Facts f = run(t, "all", true);
   std::set<std::string> got;
   for (auto& a : f.api_controls)
     got.insert(a.name + " " + a.category + " " + a.file + ":" + std::to_string(a.line) + " " + a.scope);
