@@ -6,6 +6,7 @@
 #include <tree_sitter/api.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <array>
 #include <cstring>
@@ -34,6 +35,16 @@ const char* lang_name(Lang l) {
 }
 
 namespace {
+
+// A translation unit's own file (.c, .cpp, ...), as opposed to a header other files include.
+bool is_source_file(const std::string& rel) {
+  auto dot = rel.rfind('.');
+  if (dot == std::string::npos || rel.find('/', dot) != std::string::npos) return false;
+  std::string ext = rel.substr(dot + 1);
+  for (auto& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return ext == "c" || ext == "cc" || ext == "cpp" || ext == "cxx" || ext == "c++" || ext == "cp" || ext == "m" ||
+         ext == "mm" || ext == "cu";
+}
 
 // Capture roles, from the capture names used in the .scm files.
 enum Role : uint8_t {
@@ -500,9 +511,10 @@ class FileScanner {
         }
         d.return_type = "unknown";
       } else {
-        TSNode fd = function_declarator(f.declarator);
+        bool lambda = is(f.declarator, "abstract_function_declarator");
+        TSNode fd = lambda ? f.declarator : function_declarator(f.declarator);
         if (ts_node_is_null(fd)) continue;
-        d.name = declared_name(ts_node_child_by_field_name(fd, "declarator", 10));
+        d.name = lambda ? std::string(text(f.name)) : declared_name(ts_node_child_by_field_name(fd, "declarator", 10));
         TSNode plist = ts_node_child_by_field_name(fd, "parameters", 10);
         uint32_t n = ts_node_is_null(plist) ? 0 : ts_node_named_child_count(plist);
         for (uint32_t i = 0; i < n; ++i) {
@@ -523,6 +535,31 @@ class FileScanner {
         d.uses_environ = names_environ(text(f.body));
       }
       if (d.name.empty()) continue;
+      if (lang_ != Lang::Python) {
+        bool source_file = is_source_file(out_.file);
+        if (f.macro) {
+          d.file_local = source_file;
+        } else if (is(f.declarator, "abstract_function_declarator")) {
+          d.file_local = d.free_function = true;  // a named lambda: a local variable of its scope
+        } else {
+          bool in_class = false, anonymous = false;
+          for (TSNode up = ts_node_parent(f.node); !ts_node_is_null(up); up = ts_node_parent(up)) {
+            if (is(up, "field_declaration_list")) in_class = true;
+            if (is(up, "namespace_definition") && ts_node_is_null(ts_node_child_by_field_name(up, "name", 4)))
+              anonymous = true;
+          }
+          bool internal = anonymous;
+          for (uint32_t i = 0; i < ts_node_named_child_count(f.node); ++i) {
+            TSNode k = ts_node_named_child(f.node, i);
+            if (is(k, "storage_class_specifier") && (text(k) == "static" || text(k).find("inline") != std::string_view::npos))
+              internal = true;
+          }
+          d.file_local = source_file && internal && !in_class;
+          TSNode fd = function_declarator(f.declarator);
+          TSNode named = ts_node_is_null(fd) ? TSNode{} : ts_node_child_by_field_name(fd, "declarator", 10);
+          d.free_function = !in_class && !ts_node_is_null(named) && is(named, "identifier");
+        }
+      }
       d.init_time = d.init_time || init_like(d.name);
       def_nodes_.push_back(f);
       def_ranges_.push_back({ts_node_start_byte(f.node), ts_node_end_byte(f.node)});
@@ -1205,11 +1242,20 @@ class FileScanner {
         continue;
       }
       // c ? "A" : "B" (a if c else b): each branch is a name the call may read; the first
-      // such argument makes one call per branch.
+      // such argument makes one call per branch. A conditional whose branches hold no name
+      // (a default `flag ? 1 : 0`) is an argument like any other.
       if (branches.empty()) {
-        branches = alternatives(a);
-        if (branches.size() > 1) branch_arg = call.args.size();
-        else branches.clear();
+        std::vector<TSNode> alts = alternatives(a);
+        bool named = false;
+        for (size_t k = 0; alts.size() > 1 && k < alts.size() && !named; ++k) {
+          NameExpr pieces;
+          eval(alts[k], def, pieces);
+          named = interesting(pieces);
+        }
+        if (named) {
+          branches = std::move(alts);
+          branch_arg = call.args.size();
+        }
       }
       Arg arg;
       eval(a, def, arg.expr);
@@ -1510,7 +1556,147 @@ class FileScanner {
 
 }  // namespace
 
+namespace {
+
+// The directive of a preprocessor line ("if", "ifdef", "else", ...) and what follows it; empty
+// when the line is no directive.
+std::string_view directive(std::string_view line, std::string_view& rest) {
+  size_t i = 0;
+  while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+  if (i >= line.size() || line[i] != '#') return {};
+  ++i;
+  while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+  size_t b = i;
+  while (i < line.size() && std::isalpha(static_cast<unsigned char>(line[i]))) ++i;
+  rest = line.substr(i);
+  return line.substr(b, i - b);
+}
+
+// `#if 0`, `#if (0)`, `#if false`: a condition no configuration makes true.
+bool never_true(std::string_view rest) {
+  std::string c;
+  for (size_t i = 0; i < rest.size(); ++i) {
+    if (rest.compare(i, 2, "//") == 0 || rest.compare(i, 2, "/*") == 0) break;
+    if (!std::isspace(static_cast<unsigned char>(rest[i])) && rest[i] != '(' && rest[i] != ')') c += rest[i];
+  }
+  return c == "0" || c == "false";
+}
+
+}  // namespace
+
+std::string blank_never_compiled(std::string_view text) {
+  std::string out(text);
+  if (text.find("if") == std::string_view::npos) return out;
+  // dead: inside an `#if 0` group at `depth` nested conditionals below it
+  bool dead = false;
+  int depth = 0;
+  size_t pos = 0;
+  while (pos < out.size()) {
+    size_t eol = out.find('\n', pos);
+    if (eol == std::string::npos) eol = out.size();
+    std::string_view line(out.data() + pos, eol - pos), rest;
+    std::string_view d = directive(line, rest);
+    bool blank = dead;
+    if (!dead) {
+      if (d == "if" && never_true(rest)) dead = true, depth = 0;
+    } else if (d == "if" || d == "ifdef" || d == "ifndef") {
+      ++depth;
+    } else if (d == "endif") {
+      if (depth == 0) dead = false, blank = false;
+      else --depth;
+    } else if ((d == "else" || d == "elif" || d == "elifdef" || d == "elifndef") && depth == 0) {
+      dead = false;  // the other branch of `#if 0` is compiled (an #elif by its own condition)
+      blank = false;
+    }
+    if (blank)
+      for (size_t i = pos; i < eol; ++i) out[i] = ' ';
+    pos = eol + 1;
+  }
+  return out;
+}
+
+std::string first_branch_inside_expressions(std::string_view text) {
+  std::string out(text);
+  // One entry per open conditional: whether it opened inside parentheses, and whether the
+  // branch now running is one after the first (blanked).
+  struct Group {
+    bool in_expr;
+    bool skipping;
+  };
+  std::vector<Group> groups;
+  int depth = 0;
+  size_t pos = 0;
+  bool in_block_comment = false;
+  while (pos < out.size()) {
+    size_t eol = out.find('\n', pos);
+    if (eol == std::string::npos) eol = out.size();
+    std::string_view line(out.data() + pos, eol - pos), rest;
+    std::string_view d = in_block_comment ? std::string_view{} : directive(line, rest);
+    bool skipping = !groups.empty() && groups.back().in_expr && groups.back().skipping;
+    bool blank = false;
+    if (!d.empty()) {
+      if (d == "if" || d == "ifdef" || d == "ifndef") {
+        groups.push_back({depth > 0, false});
+        blank = depth > 0 || skipping;
+        if (skipping) groups.back().skipping = true;  // nested in a blanked branch: blanked whole
+      } else if (d == "else" || d == "elif" || d == "elifdef" || d == "elifndef") {
+        if (!groups.empty() && groups.back().in_expr) groups.back().skipping = true, blank = true;
+      } else if (d == "endif") {
+        if (!groups.empty()) {
+          blank = groups.back().in_expr;
+          groups.pop_back();
+        }
+      } else {
+        blank = skipping;
+      }
+      // a directive's own parentheses (#define BEGIN( ...) count for nothing; nor do its
+      // continuation lines
+      while (eol < out.size() && eol > pos && out[eol - 1] == '\\') {
+        if (blank) for (size_t i = pos; i < eol; ++i) out[i] = ' ';
+        pos = eol + 1;
+        eol = out.find('\n', pos);
+        if (eol == std::string::npos) eol = out.size();
+      }
+    } else if (skipping) {
+      blank = true;
+    } else {
+      // parentheses of the code, outside strings, characters and comments
+      for (size_t i = pos; i < eol; ++i) {
+        char ch = out[i];
+        if (in_block_comment) {
+          if (ch == '*' && i + 1 < eol && out[i + 1] == '/') in_block_comment = false, ++i;
+          continue;
+        }
+        if (ch == '/' && i + 1 < eol && out[i + 1] == '/') break;
+        if (ch == '/' && i + 1 < eol && out[i + 1] == '*') { in_block_comment = true, ++i; continue; }
+        if (ch == '"' || ch == '\'') {
+          for (++i; i < eol && out[i] != ch; ++i)
+            if (out[i] == '\\') ++i;
+          continue;
+        }
+        if (ch == '(') ++depth;
+        else if (ch == ')' && depth > 0) --depth;
+      }
+      // a function's closing brace in the first column: whatever was left open was no
+      // expression (a macro that opens a parenthesis, a misread literal)
+      if (!line.empty() && line[0] == '}') depth = 0;
+    }
+    if (blank)
+      for (size_t i = pos; i < eol; ++i) out[i] = ' ';
+    pos = eol + 1;
+  }
+  return out;
+}
+
 FileCode scan_code(const std::string& rel, std::string_view text, Lang lang, Diagnostics& diags) {
+  if (lang != Lang::Python && text.find("#") != std::string_view::npos) {
+    // Code under `#if 0` is never compiled, under any configuration: what it reads is not read.
+    // A conditional inside a call's arguments is read by its first branch: the grammar parses
+    // directives between statements, not inside expressions.
+    std::string live = first_branch_inside_expressions(blank_never_compiled(text));
+    FileScanner scanner(rel, live, lang, diags);
+    return scanner.run();
+  }
   FileScanner scanner(rel, text, lang, diags);
   return scanner.run();
 }

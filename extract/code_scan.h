@@ -64,6 +64,12 @@ struct Definition {
   NameExpr name_body;       // macros whose body only builds a name ("LIB_" s, #x): that name
   bool uses_environ = false;  // names the process environment itself: environ, __environ, _environ
   std::vector<std::string> assigned_fields;  // x.f = ..., p->f = ...: the fields it writes
+  // Visible to the calls of its own file only: a macro, a static or inline function, or one in an
+  // anonymous namespace, defined in a source file (.c, .cpp, ...), not in a header.
+  bool file_local = false;
+  // A C or C++ function outside any class, by an unqualified name: a call through a member
+  // (obj.read(x), p->read(x)) never calls it.
+  bool free_function = false;
 };
 
 // A string constant (#define ENV "X", const char* X = "X"), an object-like macro's raw text
@@ -122,6 +128,15 @@ struct FileCode {
 
 // Parses `text` and records what the env and threading analyses need. Thread-safe.
 FileCode scan_code(const std::string& rel, std::string_view text, Lang lang, Diagnostics& diags);
+
+// C and C++ text with the groups of `#if 0` (or `(0)`, `false`) blanked, newlines kept so that
+// lines stay where they were: no configuration compiles them. Their `#else` branch is kept.
+std::string blank_never_compiled(std::string_view text);
+
+// C and C++ text where a conditional that opens inside parentheses (an #ifdef between a call's
+// arguments) keeps its first branch only, its directives and other branches blanked: the
+// grammars parse directives between statements, not inside expressions.
+std::string first_branch_inside_expressions(std::string_view text);
 
 // Wrapper analysis to a fixed point over all files, then resolution of every reader call
 // to concrete variable names. Unresolvable names become notes in `diags`.

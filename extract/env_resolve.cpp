@@ -21,6 +21,8 @@ struct Reader {
   std::string type;        // int | float | bool | string | unknown
   std::string via;         // the base call it reaches (getenv, secure_getenv, ...)
   bool base = false;
+  // A function of the tree outside any class (Definition::free_function): member calls never reach it.
+  bool free_function = false;
   // Name: the argument is the variable's name. Percent, Dollar: the argument is a text whose
   // %NAME% (ExpandEnvironmentStrings) or $NAME / ${NAME} (wordexp, os.path.expandvars)
   // references are read.
@@ -216,12 +218,13 @@ class Resolver {
           if (c.def < 0) continue;
           const Definition& d = f.defs[c.def];
           if (d.params.empty()) continue;
-          auto existing = readers_.find(d.name);
+          std::string key = key_of(d, f);
+          auto existing = readers_.find(key);
           if (existing != readers_.end() && (existing->second.base || has_param(existing->second.name))) continue;
           std::vector<std::string> reached;
-          readers_of(c, reached);
+          readers_of(f, c, reached);
           for (auto& callee : reached)
-            if (callee != d.name && promote(d, c, readers_.at(callee))) {  // not a pointer to its own caller
+            if (callee != key && promote(d, key, c, readers_.at(callee))) {  // not a pointer to its own caller
               changed = true;
               break;
             }
@@ -230,8 +233,23 @@ class Resolver {
     }
   }
 
+  // Where a definition is kept among the readers: by its name, or by its name and file when only
+  // its own file's calls can reach it (a static function of a .c file, a macro of a .cpp file).
+  static std::string key_of(const Definition& d, const FileCode& f) {
+    return d.file_local ? d.name + "@" + f.file : d.name;
+  }
+
+  // The reader a call by `name` in `file` reaches: the file's own definition first, then one
+  // visible to every file.
+  const std::string* reader_key(const std::string& name, const std::string& file) const {
+    auto local = readers_.find(name + "@" + file);
+    if (local != readers_.end()) return &local->first;
+    auto global = readers_.find(name);
+    return global == readers_.end() ? nullptr : &global->first;
+  }
+
   // `d` passes a parameter into the name that `callee` reads: d becomes a reader.
-  bool promote(const Definition& d, const Call& c, const Reader& callee) {
+  bool promote(const Definition& d, const std::string& key, const Call& c, const Reader& callee) {
     NameExpr name = substitute(callee.name, c);
     if (!has_param(name) || !expandable(name)) return false;
     Reader r;
@@ -251,7 +269,9 @@ class Resolver {
         std::transform(p.begin(), p.end(), p.begin(), ::tolower);
         if (p.find("def") != std::string::npos || p.find("fallback") != std::string::npos) r.default_index = static_cast<int>(i);
       }
-    readers_[d.name] = std::move(r);
+    r.free_function = d.free_function;
+    if (d.file_local) local_names_[d.name].push_back(key);
+    readers_[key] = std::move(r);
     return true;
   }
 
@@ -268,10 +288,14 @@ class Resolver {
   // The readers a call reaches: its callee by name or, for a call through a pointer or a
   // struct field, the functions stored in it, following pointers copied from pointers for at
   // most kMaxIndirection hops.
-  void readers_of(const Call& c, std::vector<std::string>& out) const {
-    if (readers_.count(c.callee)) {
-      out.push_back(c.callee);
-      return;
+  void readers_of(const FileCode& f, const Call& c, std::vector<std::string>& out) const {
+    if (const std::string* key = reader_key(c.callee, f.file)) {
+      // obj.read(x) calls a method or a function stored in a field, never a free function
+      // named read: those are reached through the bindings below.
+      if (!(c.member && readers_.at(*key).free_function)) {
+        out.push_back(*key);
+        return;
+      }
     }
     // `#define curlx_getenv curl_getenv`: a macro that renames a reader (each #ifdef
     // alternative, through at most kMaxAliases renames) is that reader.
@@ -284,8 +308,8 @@ class Resolver {
           if (m == raw_macros_.end()) continue;
           for (auto& target : m->second) {
             if (target == c.callee || next.size() >= 16) continue;
-            if (readers_.count(target)) {
-              if (std::find(out.begin(), out.end(), target) == out.end()) out.push_back(target);
+            if (const std::string* key = reader_key(target, f.file)) {
+              if (std::find(out.begin(), out.end(), *key) == out.end()) out.push_back(*key);
             } else {
               next.push_back(target);
             }
@@ -304,9 +328,13 @@ class Resolver {
         auto b = bindings_.find(key);
         if (b == bindings_.end()) continue;
         for (auto& fn : b->second) {
-          if (readers_.count(fn)) {
-            if (std::find(out.begin(), out.end(), fn) == out.end()) out.push_back(fn);
-          } else if (next.size() < 64) {
+          // a function stored in a pointer may be a static one of the file that stores it
+          std::vector<std::string> keys;
+          if (readers_.count(fn)) keys.push_back(fn);
+          if (auto l = local_names_.find(fn); l != local_names_.end()) keys.insert(keys.end(), l->second.begin(), l->second.end());
+          for (auto& k : keys)
+            if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+          if (keys.empty() && next.size() < 64) {
             next.push_back(fn);  // a pointer or field copied from another
           }
         }
@@ -428,9 +456,9 @@ class Resolver {
   void resolve_call(const FileCode& f, const Call& c, std::vector<EnvRead>& out) {
     if (c.def >= 0 && f.defs[c.def].name == c.callee) return;  // a reader's own recursion or a stub
     std::vector<std::string> reached;
-    readers_of(c, reached);
+    readers_of(f, c, reached);
     for (auto& callee : reached) {
-      if (c.def >= 0 && f.defs[c.def].name == callee) continue;  // a pointer that holds its caller
+      if (c.def >= 0 && key_of(f.defs[c.def], f) == callee) continue;  // a pointer that holds its caller
       const Reader& r = readers_.at(callee);
       NameExpr name = substitute(r.name, c);
       if (has_param(name)) continue;  // inside a wrapper: its callers are resolved instead
@@ -605,6 +633,7 @@ class Resolver {
   const std::vector<FileCode>& files_;
   Diagnostics& diags_;
   Readers readers_;
+  std::unordered_map<std::string, std::vector<std::string>> local_names_;  // name -> file-local reader keys
   std::unordered_map<std::string, std::vector<NameExpr>> constants_;
   std::unordered_map<std::string, std::vector<std::string>> raw_macros_;
   std::set<std::string> stringifiers_;

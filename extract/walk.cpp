@@ -215,6 +215,11 @@ Kind kind_by_name(const std::string& rel) {
   if (ext == ".cc" || ext == ".cpp" || ext == ".cxx" || ext == ".c++" || ext == ".hpp" || ext == ".hh" ||
       ext == ".hxx" || ext == ".ipp" || ext == ".inl" || ext == ".tcc" || ext == ".cu" || ext == ".cuh")
     return Kind::Cpp;
+  // Objective-C++ and Objective-C (the platform glue of many C and C++ libraries): read with the
+  // C++ and C grammars, whose error recovery keeps the C calls between the message sends. A .m
+  // file is Objective-C only by its content (MATLAB and Octave use .m too).
+  if (ext == ".mm") return Kind::Cpp;
+  if (ext == ".m") return Kind::C;
   // configure templates of C sources: foo.h.in (autoconf, CMake), omp.h.var, foo.h.cmake
   if ((ext == ".in" || ext == ".var" || ext == ".cmake") && (ends_with(name, ".h" + ext) || ends_with(name, ".c" + ext)))
     return Kind::C;
@@ -266,6 +271,16 @@ Kind refine_kind(Kind k, const std::string& rel, const char* head, size_t n, std
   if (std::memchr(head, '\0', n) != nullptr) {
     why = "binary content (NUL bytes) in a file named like source or text";
     return Kind::Skip;
+  }
+  if (k == Kind::C && ends_with(lower(rel), ".m")) {
+    std::string_view h(head, n);
+    bool objc = false;
+    for (const char* w : {"#import", "#include", "@interface", "@implementation", "@protocol"})
+      objc = objc || h.find(w) != std::string_view::npos;
+    if (!objc) {
+      why = "a .m file without #import, #include or an Objective-C declaration: not Objective-C";
+      return Kind::Skip;
+    }
   }
   if (k == Kind::C && ends_with(lower(rel), ".h")) {
     std::string_view h(head, n);

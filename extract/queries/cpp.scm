@@ -14,3 +14,9 @@
 (alias_declaration name: (type_identifier) @bind.target type: (type_descriptor) @bind.value) @bind
 (type_definition type: (template_type) @bind.value declarator: (type_identifier) @bind.target) @bind
 (field_declaration type: (_) @bind.value declarator: (field_identifier) @bind.target) @bind
+
+; a named lambda, auto read = [](const char* env) { return getenv(env); }: a function of its
+; own, visible where it is declared
+(declaration declarator: (init_declarator declarator: (identifier) @function.name
+  value: (lambda_expression declarator: (abstract_function_declarator) @function.declarator
+                            body: (compound_statement) @function.body))) @function
