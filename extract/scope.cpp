@@ -690,23 +690,33 @@ std::string by_path(const std::string& rel) {
   if (ends_with(file, ".py")) {
     if (file.rfind("test_", 0) == 0 || ends_with(file, "_test.py") || file == "conftest.py") return "test";
     if (file == "setup.py" || file == "conanfile.py" || file == "noxfile.py") return "build";
+    // build_sdk.py, build_framework.py, gen_java.py: scripts that build or generate code
+    if (file == "build.py" || file.rfind("build_", 0) == 0 || file.rfind("gen_", 0) == 0) return "build";
   }
+  // googletest's and googlemock's single-file copies (gtest-all.cc, ts_gtest.cpp) are test code
+  // wherever they sit
+  if (file.find("gtest") != std::string::npos || file.find("gmock") != std::string::npos) return "test";
   if (file == "sconstruct" || file == "sconscript") return "build";
   // LLVM lit's configurations say how tests run, wherever they sit
   if (file == "lit.cfg" || file == "lit.local.cfg" || file == "lit.site.cfg" || file == "lit.site.cfg.in") return "test";
   std::vector<std::string> dirs;
   for (auto& part : p.parent_path()) dirs.push_back(lower(part.string()));
   // the innermost folder that says something decides: tools/tests/ holds tests
+  bool sources_below = false;  // a src/, source/, lib/ or include/ folder inside the one deciding
   for (auto d = dirs.rbegin(); d != dirs.rend(); ++d) {
     const std::string& n = *d;
+    if (n == "src" || n == "source" || n == "sources" || n == "lib" || n == "include") sources_below = true;
     if (n == "test" || n == "tests" || n == "testing" || n == "testsuite" || n == "unittest" || n == "unittests" ||
         n == "utest" || n == "ctest" || n == "gtest" || n == "googletest" || n.rfind("test_", 0) == 0 ||
         ends_with(n, "_test") || ends_with(n, "_tests") || ends_with(n, "-tests"))
       return "test";
-    if (n.rfind("bench", 0) == 0) return "bench";
+    if (n.rfind("bench", 0) == 0 || n == "perf" || n == "perf_tests") return "bench";
     if (n == "example" || n == "examples" || n == "demo" || n == "demos" || n == "sample" || n == "samples" ||
         n == "tutorial" || n == "tutorials")
       return "example";
+    // contrib/ holds contributed tools, or contributed modules with sources of their own
+    // (contrib/modules/ovis/src/ovis.cpp): those are libraries, as the tree's own are
+    if (n == "contrib" && sources_below) continue;
     if (n == "programs" || n == "tools" || n == "tool" || n == "apps" || n == "contrib" || n == "cli")
       return "tool";
     // the build's own helpers, the documentation's generators, a distribution's packaging
