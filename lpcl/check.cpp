@@ -496,8 +496,7 @@ class Checker {
 
 }  // namespace
 
-bool is_query_name(std::string_view name) {
-  // Words split at '_', '.', ':' and lower-to-upper case changes, compared lower-cased.
+std::vector<std::string> identifier_words(std::string_view name) {
   std::vector<std::string> words(1);
   for (size_t i = 0; i < name.size(); ++i) {
     unsigned char ch = static_cast<unsigned char>(name[i]);
@@ -509,6 +508,13 @@ bool is_query_name(std::string_view name) {
       words.emplace_back();
     words.back() += static_cast<char>(std::tolower(ch));
   }
+  if (words.back().empty()) words.pop_back();
+  return words;
+}
+
+bool is_query_name(std::string_view name) {
+  // Words split at '_', '.', ':' and lower-to-upper case changes, compared lower-cased.
+  std::vector<std::string> words = identifier_words(name);
   for (const auto& w : words) {
     if (w == "get" || w == "query" || w == "inquire" || w == "is" || w == "has") return true;
     // openblas_getaffinity, pthread_getconcurrency: a getter written as one word.

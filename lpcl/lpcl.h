@@ -54,6 +54,9 @@ const std::vector<std::string>& metrics();    // known signal metrics (others ar
 // setting, so a query is never a control that sets a resource: the checker warns when one claims
 // to, the offline drafter never drafts one, and the tuner never searches one.
 bool is_query_name(std::string_view function_name);
+// The lower-cased words of an identifier, split at non-alphanumerics and at lower-to-upper case
+// changes: "omp_get_numThreads" gives omp, get, num, threads.
+std::vector<std::string> identifier_words(std::string_view name);
 // An `api` control named like a query.
 bool is_query(const Control& c);
 

@@ -357,8 +357,16 @@ Diagnostics validate(lpcl::Contract& c, const extract::Facts& facts, bool repair
         per_call.insert(ctl.name);
         continue;
       }
-    if (lpcl::is_query(ctl)) {
-      d.error(ctl.loc, "control " + ctl.name + " is a query: its name asks for a value, so calling it changes no setting",
+    const extract::ApiControl* declared = nullptr;
+    if (ctl.how.kind == lpcl::ControlKind::Kind::Api)
+      for (auto& a : facts.api_controls)
+        if (lpcl_name(a.name) == ctl.name || a.name == ctl.name) declared = &a;
+    if (lpcl::is_query(ctl) || (declared && is_query_function(declared->name, declared->signature, declared->doc))) {
+      d.error(ctl.loc,
+              "control " + ctl.name + " is a query: " +
+                  (lpcl::is_query(ctl) ? std::string("its name asks for a value")
+                                       : "its declaration (" + declared->signature + ") or its documentation says it returns a value") +
+                  ", so calling it changes no setting",
               "query-control", repair ? "" : "remove it: a configuration cannot set it");
       invented.push_back(ctl.name);
       queries.insert(ctl.name);
