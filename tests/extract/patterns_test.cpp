@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 
+#include "extract/code_scan.h"
 #include "extract/extract.h"
 #include "tests/extract/temp_tree.h"
 
@@ -920,4 +922,136 @@ TEST(ExtractPatterns, ApiInInstalledHeadersWithIncludesKeyedSettersAndAliases) {
                                 "lib2_set_num_threads threads lib2/pool.h:1 library",
                                 "lib3_set_num_threads threads lib3/lib3.h:1 library"};
   EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
+}
+
+// 12. Which wrapper a call reaches, on a large C++ tree where names repeat: a static or inline
+// function (or a macro) of a source file is a reader for its own file's calls only, so that
+// `read(...)` elsewhere is no read; a member call never reaches a free function; a named lambda
+// is a wrapper of its scope. Code no configuration compiles (`#if 0`) reads nothing, its
+// `#else` does; a conditional default argument (`flag ? 1 : 0`) and an #ifdef between a
+// call's arguments leave the call's name alone; Objective-C(++) sources are read, a MATLAB
+// `.m` file is not.
+TEST(ExtractPatterns, ReaderVisibilityDeadCodeAndConditionalArguments) {
+  TempTree t;
+  t.write("lib/config.cpp",
+          "#include <stdlib.h>\n"                                                          // 1
+          "#include <string>\n"                                                            // 2
+          "static inline const char *env_read(const char *n) { return getenv(n); }\n"     // 3
+          "template <typename T> inline T read(const std::string &k, const T &d) {\n"      // 4
+          "  const char *r = env_read(k.c_str());\n"                                       // 5
+          "  return r ? T(atoi(r)) : d;\n"                                                 // 6
+          "}\n"                                                                            // 7
+          "#define LOCAL_GET(x) getenv(\"LIB_\" x)\n"                                      // 8
+          "int threads(bool flag) {\n"                                                     // 9
+          "  int a = read<int>(\"LIB_THREADS\", 1);\n"                                     // 10
+          "  int b = read<int>(\"LIB_FLAG\", flag ? 1 : 0);\n"                             // 11
+          "  int c = read<int>(\"LIB_BACKEND\",\n"                                         // 12
+          "#ifdef HAVE_GPU\n"                                                              // 13
+          "      2\n"                                                                      // 14
+          "#else\n"                                                                        // 15
+          "      3\n"                                                                      // 16
+          "#endif\n"                                                                       // 17
+          "  );\n"                                                                         // 18
+          "#if 0\n"                                                                        // 19
+          "  a += getenv(\"LIB_DEAD\") != 0;\n"                                            // 20
+          "#if defined(X)\n"                                                               // 21
+          "  a += getenv(\"LIB_DEAD_NESTED\") != 0;\n"                                     // 22
+          "#endif\n"                                                                       // 23
+          "#else\n"                                                                        // 24
+          "  a += getenv(\"LIB_ELSE\") != 0;\n"                                            // 25
+          "#endif\n"                                                                       // 26
+          "  return a + b + c + (LOCAL_GET(\"MACRO\") != 0);\n"                            // 27
+          "}\n");                                                                          // 28
+  t.write("lib/parser.cpp",
+          "#include <string>\n"                                                            // 1
+          "struct Parser { bool read(const std::string &key); bool has(const char *k); };\n"  // 2
+          "bool read(const char *file, int flags);\n"                                      // 3
+          "#define LOCAL_GET(x) lookup(x)\n"                                               // 4
+          "int parse(Parser &p) {\n"                                                       // 5
+          "  return p.read(\"NOT_ENV_MEMBER\") + read(\"NOT_ENV_FILE\", 0) +\n"            // 6
+          "         (LOCAL_GET(\"NOT_ENV_MACRO\") != 0);\n"                                // 7
+          "}\n");                                                                          // 8
+  t.write("lib/env.h", "const char *lib_getenv(const char *name);\n");
+  t.write("lib/env.c",
+          "#include <stdlib.h>\n"
+          "const char *lib_getenv(const char *name) { return getenv(name); }\n");
+  t.write("lib/use.cpp",
+          "#include \"env.h\"\n"                                                           // 1
+          "struct Store { const char *lib_getenv(const char *k); };\n"                     // 2
+          "int use(Store &s) {\n"                                                          // 3
+          "  return (lib_getenv(\"LIB_GLOBAL\") != 0) + (s.lib_getenv(\"NOT_ENV_STORE\") != 0);\n"  // 4
+          "}\n"                                                                            // 5
+          "int lam() {\n"                                                                  // 6
+          "  auto get = [](const char *e) { return getenv(e); };\n"                        // 7
+          "  return get(\"LIB_LAMBDA\") != 0;\n"                                           // 8
+          "}\n");                                                                          // 9
+  t.write("lib/mac.mm",
+          "#import <Foundation/Foundation.h>\n"                                            // 1
+          "#include <stdlib.h>\n"                                                          // 2
+          "@implementation Cam\n"                                                          // 3
+          "- (void)open { if (!getenv(\"LIB_OBJC\")) [self ask]; }\n"                       // 4
+          "@end\n");                                                                       // 5
+  t.write("lib/script.m", "x = getenv('MATLAB_HOME');\nif getenv(\"MATLAB_DEBUG\") disp(x); end\n");
+  Facts f = run(t);
+  std::set<std::string> want = {
+      "LIB_THREADS lib/config.cpp:10 library", "LIB_FLAG lib/config.cpp:11 library",
+      "LIB_BACKEND lib/config.cpp:12 library", "LIB_ELSE lib/config.cpp:25 library",
+      "LIB_MACRO lib/config.cpp:27 library",   "LIB_GLOBAL lib/use.cpp:4 library",
+      "LIB_LAMBDA lib/use.cpp:8 library",      "LIB_OBJC lib/mac.mm:4 library"};
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
+}
+
+// The text passes the two checks above rest on, line numbers kept.
+TEST(ExtractPatterns, PreprocessorPassesKeepLines) {
+  using syspilot::extract::code::blank_never_compiled;
+  using syspilot::extract::code::first_branch_inside_expressions;
+  std::string dead =
+      "keep1\n#if 0\ndead1\n#ifdef X\ndead2\n#endif\n#elif Y\nkeep2\n#endif\n#if (0) // off\ndead3\n#endif\nkeep3\n";
+  std::string live = blank_never_compiled(dead);
+  EXPECT_EQ(std::count(live.begin(), live.end(), '\n'), std::count(dead.begin(), dead.end(), '\n'));
+  for (const char* gone : {"dead1", "dead2", "dead3", "#ifdef X"}) EXPECT_EQ(live.find(gone), std::string::npos) << live;
+  EXPECT_NE(live.find("#elif Y\nkeep2\n#endif"), std::string::npos) << live;
+  EXPECT_NE(live.find("keep1\n"), std::string::npos) << live;
+  EXPECT_NE(live.find("\nkeep3\n"), std::string::npos) << live;
+  // Between arguments: the first branch stays, directives and the rest are blanked; a
+  // conditional between statements, and a '(' inside a string or a #define, change nothing.
+  std::string args =
+      "f(\"(\", 1,\n#ifdef A\nfirst\n#elif B\nsecond\n#else\nthird\n#endif\n);\n#define OPEN (\n#ifdef C\nx();\n#else\ny();\n#endif\n";
+  std::string one = first_branch_inside_expressions(args);
+  EXPECT_EQ(one.size(), args.size());
+  for (const char* gone : {"second", "third", "#ifdef A", "#elif B"}) EXPECT_EQ(one.find(gone), std::string::npos) << one;
+  EXPECT_NE(one.find("first"), std::string::npos) << one;
+  EXPECT_NE(one.find("#ifdef C\nx();\n#else\ny();\n#endif"), std::string::npos) << one;
+}
+
+// Paths that say what code is for, on trees without build files that name their targets:
+// performance tests (perf/) are benchmarks; Python scripts that build or generate
+// (build_sdk.py, gen_java.py) are the build's; a googletest copy (ts_gtest.cpp, gtest-all.cc)
+// is test code wherever it sits; contrib/ holds tools, unless a contributed module keeps its
+// own sources (contrib/modules/viz/src/), which are a library's like the tree's own.
+TEST(ExtractPatterns, ScopeOfPerfBuildScriptsTestFrameworkCopiesAndContributedModules) {
+  TempTree t;
+  auto c = [](const std::string& var) {
+    return "#include <stdlib.h>\nint f_" + var + "(void) { return getenv(\"" + var + "\") != 0; }\n";
+  };
+  t.write("modules/core/src/system.cpp", c("CV_CORE"));
+  t.write("modules/core/perf/perf_main.cpp", c("CV_PERF"));
+  t.write("modules/ts/src/ts_gtest.cpp", c("CV_GTEST_COLOR"));
+  t.write("third_party/gtest-all.cc", c("GT_ALL"));
+  t.write("contrib/modules/viz/src/viz.cpp", c("CV_VIZ"));
+  t.write("contrib/pzstd/main.c", c("PZ_LEVEL"));
+  t.write("platforms/android/build_sdk.py", "import os\nndk = os.environ.get(\"ANDROID_NDK\")\n");
+  t.write("modules/java/generator/gen_java.py", "import os\nlevel = os.environ.get(\"LOG_LEVEL\")\n");
+  t.write("modules/python/package/cv2/__init__.py", "import os\npath = os.environ.get(\"CV_PY_PATH\")\n");
+  Facts f = run(t);
+  std::set<std::string> want = {"CV_CORE modules/core/src/system.cpp:2 library",
+                                "CV_PERF modules/core/perf/perf_main.cpp:2 bench",
+                                "CV_GTEST_COLOR modules/ts/src/ts_gtest.cpp:2 test",
+                                "GT_ALL third_party/gtest-all.cc:2 test",
+                                "CV_VIZ contrib/modules/viz/src/viz.cpp:2 library",
+                                "PZ_LEVEL contrib/pzstd/main.c:2 tool",
+                                "ANDROID_NDK platforms/android/build_sdk.py:2 build",
+                                "LOG_LEVEL modules/java/generator/gen_java.py:2 build",
+                                "CV_PY_PATH modules/python/package/cv2/__init__.py:2 library"};
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
 }

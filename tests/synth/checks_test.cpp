@@ -12,6 +12,7 @@
 #include "extract/extract.h"
 #include "lpcl/lpcl.h"
 #include "store/store.h"
+#include "synth/rules.h"
 #include "synth/synth.h"
 
 namespace syspilot::synth {
@@ -300,6 +301,59 @@ TEST(SynthChecks, QueriesAreNotControls) {
   EXPECT_EQ(c.find_control("foox_get_num_threads"), nullptr);
   EXPECT_NE(c.find_control("foox_set_num_threads"), nullptr);
   EXPECT_NE(std::find(repairs.begin(), repairs.end(), "dropped query foox_get_num_threads"), repairs.end());
+}
+
+// A query named for what it reports, not for reading it: no parameter and a returned count
+// (foox_planner_nthreads(), Pool::max_concurrency() const), or documentation that begins
+// "Returns" / "Reports". A function whose name says it acts (foox_init_threads(), which returns
+// a status) stays a control. A model's draft of such a query is dropped on validation.
+TEST(SynthChecks, QueriesBySignatureAndDocumentation) {
+  EXPECT_TRUE(is_query_function("foox_planner_nthreads", "int foox_planner_nthreads()", ""));
+  EXPECT_TRUE(is_query_function("Pool::max_concurrency", "int Pool::max_concurrency() const", ""));
+  EXPECT_TRUE(is_query_function("foox_threads_in_use", "int foox_threads_in_use(int pool)",
+                                "Reports how many threads of the pool are busy."));
+  EXPECT_TRUE(is_query_function("foox_arena_threads", "unsigned foox_arena_threads(int a)", "Returns the count."));
+  EXPECT_FALSE(is_query_function("foox_init_threads", "int foox_init_threads(void)", "Returns 0 on failure."));
+  EXPECT_FALSE(is_query_function("foox_pause_resource", "int foox_pause_resource(int kind)", "Returns 0 on success."));
+  EXPECT_FALSE(is_query_function("foox_plan_with_nthreads", "void foox_plan_with_nthreads(int n)", ""));
+  EXPECT_FALSE(is_query_function("foox_flush", "void foox_flush(void)", ""));
+  EXPECT_FALSE(is_query_function("foox_workers", "int foox_workers(int n)", "Sets the number of workers; returns the old one."));
+
+  TempTree t;
+  t.write("include/foox.h",
+          "/* foox: a thread-pooled planner. */\n"
+          "#pragma once\n\n"
+          "/* Plans made later use n threads. */\n"
+          "void foox_plan_with_nthreads(int nthreads);\n"
+          "/* The thread count plans are made with. */\n"
+          "int foox_planner_nthreads(void);\n"
+          "/* Reports how many threads a pool keeps busy. */\n"
+          "int foox_pool_threads(int pool);\n"
+          "/* Starts the thread machinery; returns 0 on failure. */\n"
+          "int foox_init_threads(void);\n");
+  extract::ExtractOptions eo;
+  eo.paths = {t.str()};
+  eo.library = "foox";
+  extract::Facts facts = extract::extract(eo);
+  ASSERT_GE(facts.api_controls.size(), 3u) << "the header was not scanned";
+  auto r = synthesize(facts, options("foox"));
+  for (const char* query : {"foox_planner_nthreads", "foox_pool_threads"})
+    EXPECT_EQ(r.contract.find_control(query), nullptr) << query << " reads a setting\n" << r.text;
+  EXPECT_NE(r.contract.find_control("foox_plan_with_nthreads"), nullptr) << r.text;
+
+  Diagnostics d;
+  auto doc = lpcl::parse(
+      "contract foox \"1\" {\n  binds header \"foox.h\";\n"
+      "  control foox_planner_nthreads : api() int read_at call sets cpu.threads;\n"
+      "  control foox_plan_with_nthreads : api(int n) int read_at call sets cpu.threads;\n}\n",
+      "draft.lpcl", d);
+  ASSERT_FALSE(d.has_errors()) << d.str();
+  lpcl::Contract c = doc.contracts.at(0);
+  std::vector<std::string> repairs;
+  Diagnostics found = validate(c, facts, true, &repairs);
+  EXPECT_EQ(c.find_control("foox_planner_nthreads"), nullptr) << found.str();
+  EXPECT_NE(c.find_control("foox_plan_with_nthreads"), nullptr);
+  EXPECT_NE(std::find(repairs.begin(), repairs.end(), "dropped query foox_planner_nthreads"), repairs.end());
 }
 
 }  // namespace
