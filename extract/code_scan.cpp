@@ -403,6 +403,7 @@ class FileScanner {
     build_definitions();
     build_locals_and_constants();
     build_records_and_bindings();
+    build_returned_names();
     for (auto& c : calls_) add_call(c);
     for (auto& s : subscripts_) add_subscript(s);
     for (auto& c : compares_) add_compare(c);
@@ -568,6 +569,51 @@ class FileScanner {
     locals_.resize(out_.defs.size());
     local_ends_.resize(out_.defs.size());
     row_vars_.resize(out_.defs.size());
+    range_rows_.resize(out_.defs.size());
+  }
+
+  // Functions that return names (Definition::returns): every return statement of the body,
+  // nested lambdas aside, is a name or none. At most kMaxReturns returns are looked at.
+  static constexpr size_t kMaxReturns = 32;
+  void build_returned_names() {
+    if (lang_ == Lang::Python) return;
+    for (size_t di = 0; di < out_.defs.size(); ++di) {
+      Definition& d = out_.defs[di];
+      const FuncNode& f = def_nodes_[di];
+      if (d.macro || ts_node_is_null(f.body) || d.return_type != "string") continue;
+      std::vector<TSNode> todo{f.body}, rets;
+      size_t visited = 0;
+      bool too_many = false;
+      while (!todo.empty() && !too_many) {
+        TSNode n = todo.back();
+        todo.pop_back();
+        if (++visited > 20000) { too_many = true; break; }
+        if (is(n, "lambda_expression")) continue;
+        if (is(n, "return_statement")) {
+          if (rets.size() >= kMaxReturns) too_many = true;
+          rets.push_back(n);
+          continue;
+        }
+        for (uint32_t i = ts_node_named_child_count(n); i-- > 0;) todo.push_back(ts_node_named_child(n, i));
+      }
+      if (too_many || rets.empty()) continue;
+      std::vector<NameExpr> names;
+      bool all = true;
+      for (TSNode r : rets) {
+        TSNode v = ts_node_named_child_count(r) ? ts_node_named_child(r, 0) : TSNode{};
+        while (is(v, "parenthesized_expression") && ts_node_named_child_count(v) == 1) v = ts_node_named_child(v, 0);
+        std::string_view vt = ts_node_is_null(v) ? std::string_view{} : trim(text(v));
+        if (vt.empty() || vt == "NULL" || vt == "nullptr" || vt == "0") continue;  // no name
+        NameExpr e;
+        eval(v, static_cast<int>(di), e);
+        bool name = !e.empty() && std::all_of(e.begin(), e.end(), [](const Piece& p) {
+          return p.kind == Piece::Lit || p.kind == Piece::Ident || (p.kind == Piece::Field && p.param < 0);
+        });
+        if (!name) { all = false; break; }
+        names.push_back(std::move(e));
+      }
+      if (all && !names.empty()) d.returns = std::move(names);
+    }
   }
 
   // A body that names the process environment (environ, __environ, _environ) as code, not
@@ -616,6 +662,12 @@ class FileScanner {
       if (def >= 0) {
         int p = index_of(out_.defs[def].params, name);
         if (p >= 0) { out.push_back({Piece::Param, name, p}); return; }
+        // for (auto& n : names) getenv(n): the variable stands for each row of a table of strings
+        if (auto rv = range_rows_[def].find(name); rv != range_rows_[def].end() && !rv->second.empty()) {
+          Piece row{Piece::Field, rv->second};
+          out.push_back(std::move(row));
+          return;
+        }
         // a table of this function passed on by name: the name the table is known by
         if (auto lt = local_tables_.find(def); lt != local_tables_.end() && lt->second.count(name)) {
           out.push_back({Piece::Ident, local_table(def, name)});
@@ -657,7 +709,7 @@ class FileScanner {
           return;
         }
       }
-      if (is(f, "identifier") && nargs >= 1 && nargs <= 8) {
+      if (is(f, "identifier") && nargs <= 8) {
         // STR(MACRO), or a name-building macro: LIB_ENV("X") with #define LIB_ENV(s) "LIB_" s
         Piece p{Piece::Apply, std::string(text(f))};
         for (uint32_t i = 0; i < nargs; ++i) {
@@ -1076,7 +1128,7 @@ class FileScanner {
       int def = enclosing(ts_node_start_byte(r.node), ts_node_end_byte(r.node));
       std::string var = declared_name(r.a);
       std::string table = stored_function(r.b);
-      if (def >= 0 && !var.empty() && !table.empty()) row_vars_[def][var] = table_in(def, table);
+      if (def >= 0 && !var.empty() && !table.empty()) row_vars_[def][var] = range_rows_[def][var] = table_in(def, table);
     }
   }
 
@@ -1551,6 +1603,8 @@ class FileScanner {
   std::vector<std::unordered_map<std::string, uint32_t>> local_ends_;  // where each local's declaration ends
   // per definition: a variable that stands for the rows of a table (range-for, p = table)
   std::vector<std::unordered_map<std::string, std::string>> row_vars_;
+  // per definition: the variables of range-for loops over a table (for (auto& n : names))
+  std::vector<std::unordered_map<std::string, std::string>> range_rows_;
   int last_qualified_line_ = -1;
 };
 

@@ -70,6 +70,10 @@ struct Definition {
   // A C or C++ function outside any class, by an unqualified name: a call through a member
   // (obj.read(x), p->read(x)) never calls it.
   bool free_function = false;
+  // What a function returns where every return is a name (a string, a string constant, a row
+  // of a table of strings) or none (NULL, nullptr, 0): env_name_for(kind), with each row or
+  // literal one name a caller's getenv(env_name_for(k)) may read. Empty otherwise.
+  std::vector<NameExpr> returns;
 };
 
 // A string constant (#define ENV "X", const char* X = "X"), an object-like macro's raw text

@@ -184,6 +184,9 @@ class Resolver {
         if (key.size() > 1 && fns.size() < 64 && std::find(fns.begin(), fns.end(), b.function) == fns.end())
           fns.push_back(b.function);
       }
+    for (auto& f : files)
+      for (auto& d : f.defs)
+        if (!d.returns.empty()) returns_.emplace(key_of(d, f), &d.returns);
     find_stringifiers();
     find_environment_names();
   }
@@ -460,22 +463,52 @@ class Resolver {
     for (auto& callee : reached) {
       if (c.def >= 0 && key_of(f.defs[c.def], f) == callee) continue;  // a pointer that holds its caller
       const Reader& r = readers_.at(callee);
-      NameExpr name = substitute(r.name, c);
-      if (has_param(name)) continue;  // inside a wrapper: its callers are resolved instead
-      auto field = std::find_if(name.begin(), name.end(), [](const Piece& p) { return p.kind == Piece::Field; });
-      if (field != name.end()) {
-        if (!resolve_rows(f, c, r, name, static_cast<size_t>(field - name.begin()), out)) unresolved(f, c);
-        continue;
+      for (const NameExpr& name : expand_returned(f, substitute(r.name, c))) {
+        if (has_param(name)) continue;  // inside a wrapper: its callers are resolved instead
+        auto field = std::find_if(name.begin(), name.end(), [](const Piece& p) { return p.kind == Piece::Field; });
+        if (field != name.end()) {
+          if (!resolve_rows(f, c, r, name, static_cast<size_t>(field - name.begin()), out)) unresolved(f, c);
+          continue;
+        }
+        std::vector<std::string> values;
+        if (!evaluate(name, values)) {
+          unresolved(f, c);
+          continue;
+        }
+        std::sort(values.begin(), values.end());
+        values.erase(std::unique(values.begin(), values.end()), values.end());
+        for (auto& v : values) add_read(f, c, r, strip_quotes(v), out);
       }
-      std::vector<std::string> values;
-      if (!evaluate(name, values)) {
-        unresolved(f, c);
-        continue;
-      }
-      std::sort(values.begin(), values.end());
-      values.erase(std::unique(values.begin(), values.end()), values.end());
-      for (auto& v : values) add_read(f, c, r, strip_quotes(v), out);
     }
+  }
+
+  // A call of a function that returns names (env_name_for(k), a row of its table of names),
+  // replaced by what it returns: one name expression per return statement. The argument does
+  // not matter: every name it may return is one it may read.
+  std::vector<NameExpr> expand_returned(const FileCode& f, const NameExpr& e) const {
+    std::vector<NameExpr> outs(1);
+    for (const Piece& p : e) {
+      const std::vector<NameExpr>* returns = nullptr;
+      if (p.kind == Piece::Apply && !builders_.count(p.text) && !stringifiers_.count(p.text)) {
+        auto it = returns_.find(p.text + "@" + f.file);
+        if (it == returns_.end()) it = returns_.find(p.text);
+        if (it != returns_.end()) returns = it->second;
+      }
+      if (!returns) {
+        for (auto& o : outs) o.push_back(p);
+        continue;
+      }
+      std::vector<NameExpr> next;
+      for (auto& o : outs)
+        for (auto& ret : *returns)
+          if (next.size() < 32) {
+            NameExpr x = o;
+            x.insert(x.end(), ret.begin(), ret.end());
+            next.push_back(std::move(x));
+          }
+      outs = std::move(next);
+    }
+    return outs;
   }
 
   // Where a library copies the process environment into records of its own
@@ -634,6 +667,7 @@ class Resolver {
   Diagnostics& diags_;
   Readers readers_;
   std::unordered_map<std::string, std::vector<std::string>> local_names_;  // name -> file-local reader keys
+  std::unordered_map<std::string, const std::vector<NameExpr>*> returns_;  // functions that return names
   std::unordered_map<std::string, std::vector<NameExpr>> constants_;
   std::unordered_map<std::string, std::vector<std::string>> raw_macros_;
   std::set<std::string> stringifiers_;

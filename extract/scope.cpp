@@ -39,7 +39,8 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 bool is_source(std::string_view path) {
   std::string ext = lower(fs::path(path).extension().string());
   static const char* exts[] = {".c", ".h", ".cc", ".cpp", ".cxx", ".c++", ".hpp", ".hh", ".hxx",
-                               ".ipp", ".inl", ".cu", ".cuh", ".s", ".asm", ".py", ".in"};
+                               ".ipp", ".inl", ".cu", ".cuh", ".s", ".asm", ".py", ".in", ".m", ".mm",
+                               ".pyx", ".pxi"};
   for (auto* e : exts)
     if (ext == e) return true;
   return false;
@@ -720,7 +721,7 @@ std::string by_path(const std::string& rel) {
     if (n == "programs" || n == "tools" || n == "tool" || n == "apps" || n == "contrib" || n == "cli")
       return "tool";
     // the build's own helpers, the documentation's generators, a distribution's packaging
-    if (n == "cmake" || n == "build-aux" || n == "buildtools" || n == "build_tools" || n == "m4" || n == "ci" ||
+    if (n == "cmake" || n == "bazel" || n == "build-aux" || n == "buildtools" || n == "build_tools" || n == "m4" || n == "ci" ||
         n == "scripts" || n == "doc" || n == "docs" || n == "debian" || n == "packaging")
       return "build";
   }

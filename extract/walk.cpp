@@ -226,6 +226,9 @@ Kind kind_by_name(const std::string& rel) {
   // DocBook manuals (jemalloc.xml.in): tags around prose, read like HTML.
   if ((ext == ".in" && ends_with(name, ".xml.in")) || ext == ".xml") return Kind::Html;
   if (ext == ".py") return Kind::Python;
+  // Cython sources (.pyx, .pxi): Python with C declarations, read with the Python grammar,
+  // whose error recovery keeps the Python statements around a `cdef`
+  if (ext == ".pyx" || ext == ".pxi") return Kind::Python;
   // Python by convention without the suffix: LLVM lit's test configurations (lit.cfg,
   // lit.local.cfg, lit.site.cfg.in) and SCons build scripts
   if (name == "lit.cfg" || name == "lit.local.cfg" || name == "lit.site.cfg" || name == "lit.site.cfg.in" ||

@@ -20,3 +20,8 @@
 (declaration declarator: (init_declarator declarator: (identifier) @function.name
   value: (lambda_expression declarator: (abstract_function_declarator) @function.declarator
                             body: (compound_statement) @function.body))) @function
+
+; tables held in containers: std::array<const char*, 3> names = {"A_X", "A_Y", "A_Z"},
+; std::vector<std::string> names{...}, EnumerationArray<Kind, const char*> names = {...}
+(declaration type: [(template_type) (qualified_identifier)]
+  declarator: (init_declarator declarator: (identifier) @table.declarator value: (initializer_list) @table.value)) @table
