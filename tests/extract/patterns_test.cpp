@@ -1055,3 +1055,70 @@ TEST(ExtractPatterns, ScopeOfPerfBuildScriptsTestFrameworkCopiesAndContributedMo
                                 "CV_PY_PATH modules/python/package/cv2/__init__.py:2 library"};
   EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
 }
+
+// 13. Functions that return names: getenv(name_for(k)) reads every name name_for may return,
+// a literal of a switch or a row of its table (an array, or a container such as std::array or
+// an enumeration-indexed array initialised with strings, cited at each row); a return of
+// NULL is none. A function that returns something else (a computed buffer) gives no name, and
+// a pointer into a buffer is no table: the name it is given later is read.
+TEST(ExtractPatterns, FunctionsThatReturnNamesAndContainerTables) {
+  TempTree t;
+  t.write("lib/threads.cpp",
+          "#include <stdlib.h>\n"                                                      // 1
+          "#include <array>\n"                                                         // 2
+          "enum class Module { Default, Pme, Update };\n"                              // 3
+          "static const char *module_env(Module m) {\n"                                // 4
+          "  constexpr EnumArray<Module, const char *> names = {\n"                    // 5
+          "      \"LIB_DEFAULT_THREADS should never be set\",\n"                       // 6
+          "      \"LIB_PME_THREADS\",\n"                                               // 7
+          "      \"LIB_UPDATE_THREADS\"};\n"                                           // 8
+          "  return names[m];\n"                                                       // 9
+          "}\n"                                                                        // 10
+          "static const char *level_env(int k) {\n"                                    // 11
+          "  switch (k) {\n"                                                           // 12
+          "    case 0: return \"LIB_LOW\";\n"                                          // 13
+          "    case 1: return (\"LIB_HIGH\");\n"                                       // 14
+          "  }\n"                                                                      // 15
+          "  return NULL;\n"                                                           // 16
+          "}\n"                                                                        // 17
+          "static const char *built(int k) { static char b[32]; return b; }\n"         // 18
+          "int pick(Module m, int k) {\n"                                              // 19
+          "  const char *e = getenv(module_env(m));\n"                                 // 20
+          "  const char *l = getenv(level_env(k));\n"                                  // 21
+          "  const char *x = getenv(built(k));\n"                                      // 22
+          "  std::array<const char *, 2> extra = {\"LIB_EXTRA_A\", \"LIB_EXTRA_B\"};\n"  // 23
+          "  for (auto &n : extra) if (getenv(n)) return 1;\n"                         // 24
+          "  return e && l && x;\n"                                                    // 25
+          "}\n"                                                                        // 26
+          "const char *proxy(void) {\n"                                                // 27
+          "  char buf[32];\n"                                                          // 28
+          "  char *p = buf;\n"                                                         // 29
+          "  p = (char *)\"LIB_ALL_PROXY\";\n"                                         // 30
+          "  return getenv(p);\n"                                                      // 31
+          "}\n");                                                                      // 32
+  Facts f = run(t);
+  std::set<std::string> want = {"LIB_PME_THREADS lib/threads.cpp:7 library", "LIB_UPDATE_THREADS lib/threads.cpp:8 library",
+                                "LIB_LOW lib/threads.cpp:21 library",         "LIB_HIGH lib/threads.cpp:21 library",
+                                "LIB_EXTRA_A lib/threads.cpp:23 library",     "LIB_EXTRA_B lib/threads.cpp:23 library",
+                                "LIB_ALL_PROXY lib/threads.cpp:31 library"};
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
+}
+
+// Cython sources (.pyx, .pxi) are read as Python (a `cdef` line around the read is no
+// obstacle); a bazel/ folder holds the build's helpers.
+TEST(ExtractPatterns, CythonSourcesAndBazelHelpers) {
+  TempTree t;
+  t.write("src/python/pkg/_cy/engine.pyx.pxi",
+          "import os\n"
+          "cdef str _ENGINE = os.environ.get('PKG_ASYNC_ENGINE', 'poller').upper()\n"
+          "cdef int _limit(int n):\n"
+          "    return int(os.getenv('PKG_LIMIT', '4'))\n");
+  t.write("src/python/pkg/_cy/core.pyx", "import os\ncdef object _v = os.environ['PKG_CORE']\n");
+  t.write("bazel/_test_main.py", "import os\nif os.environ.get('PKG_BAZEL_TRACE'):\n    pass\n");
+  Facts f = run(t);
+  std::set<std::string> want = {"PKG_ASYNC_ENGINE src/python/pkg/_cy/engine.pyx.pxi:2 library",
+                                "PKG_LIMIT src/python/pkg/_cy/engine.pyx.pxi:4 library",
+                                "PKG_CORE src/python/pkg/_cy/core.pyx:2 library",
+                                "PKG_BAZEL_TRACE bazel/_test_main.py:2 build"};
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
+}
