@@ -1642,14 +1642,20 @@ std::string blank_never_compiled(std::string_view text) {
   std::string out(text);
   if (text.find("if") == std::string_view::npos) return out;
   // dead: inside an `#if 0` group at `depth` nested conditionals below it
-  bool dead = false;
+  bool dead = false, in_comment = false;
   int depth = 0;
   size_t pos = 0;
   while (pos < out.size()) {
     size_t eol = out.find('\n', pos);
     if (eol == std::string::npos) eol = out.size();
     std::string_view line(out.data() + pos, eol - pos), rest;
-    std::string_view d = directive(line, rest);
+    // a directive inside a block comment is text
+    std::string_view d = in_comment ? std::string_view{} : directive(line, rest);
+    for (size_t i = 0; i + 1 < line.size(); ++i) {
+      if (!in_comment && line[i] == '/' && line[i + 1] == '/') break;
+      if (!in_comment && line[i] == '/' && line[i + 1] == '*') in_comment = true, ++i;
+      else if (in_comment && line[i] == '*' && line[i + 1] == '/') in_comment = false, ++i;
+    }
     bool blank = dead;
     if (!dead) {
       if (d == "if" && never_true(rest)) dead = true, depth = 0;
@@ -1723,6 +1729,10 @@ std::string first_branch_inside_expressions(std::string_view text) {
         }
         if (ch == '/' && i + 1 < eol && out[i + 1] == '/') break;
         if (ch == '/' && i + 1 < eol && out[i + 1] == '*') { in_block_comment = true, ++i; continue; }
+        // 1'000'000: a digit separator, not a character literal
+        if (ch == '\'' && i > pos && std::isxdigit(static_cast<unsigned char>(out[i - 1])) && i + 1 < eol &&
+            std::isxdigit(static_cast<unsigned char>(out[i + 1])))
+          continue;
         if (ch == '"' || ch == '\'') {
           for (++i; i < eol && out[i] != ch; ++i)
             if (out[i] == '\\') ++i;

@@ -1022,6 +1022,12 @@ TEST(ExtractPatterns, PreprocessorPassesKeepLines) {
   for (const char* gone : {"second", "third", "#ifdef A", "#elif B"}) EXPECT_EQ(one.find(gone), std::string::npos) << one;
   EXPECT_NE(one.find("first"), std::string::npos) << one;
   EXPECT_NE(one.find("#ifdef C\nx();\n#else\ny();\n#endif"), std::string::npos) << one;
+  // a digit separator opens no character literal: the parenthesis it closes still counts
+  std::string sep = "int n = f(1'000);\n#ifdef D\nx();\n#else\ny();\n#endif\n";
+  EXPECT_EQ(first_branch_inside_expressions(sep), sep);
+  // `#if 0` inside a block comment is text
+  std::string commented = "/*\n#if 0\n*/\nkeep4();\n#endif\n";
+  EXPECT_NE(blank_never_compiled(commented).find("keep4"), std::string::npos);
 }
 
 // Paths that say what code is for, on trees without build files that name their targets:
