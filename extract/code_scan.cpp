@@ -661,6 +661,14 @@ class FileScanner {
       std::string name(sv);
       if (def >= 0) {
         int p = index_of(out_.defs[def].params, name);
+        // Python: name = name.upper() at the top of a function: the parameter, case changed
+        if (p >= 0 && lang_ == Lang::Python)
+          if (auto l = locals_[def].find(name); l != locals_[def].end() && l->second.size() == 1 &&
+                                                 l->second[0].kind == Piece::Apply &&
+                                                 (l->second[0].text == kUpper || l->second[0].text == kLower)) {
+            out.push_back(l->second[0]);
+            return;
+          }
         if (p >= 0) { out.push_back({Piece::Param, name, p}); return; }
         // for (auto& n : names) getenv(n): the variable stands for each row of a table of strings
         if (auto rv = range_rows_[def].find(name); rv != range_rows_[def].end() && !rv->second.empty()) {
@@ -770,6 +778,22 @@ class FileScanner {
     }
     if (!std::strcmp(t, "parenthesized_expression")) { eval(ts_node_named_child(n, 0), def, out, depth + 1); return; }
     if (!std::strcmp(t, "cast_expression")) { eval(ts_node_child_by_field_name(n, "value", 5), def, out, depth + 1); return; }
+    if (!std::strcmp(t, "call") && lang_ == Lang::Python) {
+      // name.upper(), name.lower(): the name with its case changed, applied where it is known
+      TSNode f = ts_node_child_by_field_name(n, "function", 8);
+      TSNode args = ts_node_child_by_field_name(n, "arguments", 9);
+      TSNode attr = is(f, "attribute") ? ts_node_child_by_field_name(f, "attribute", 9) : TSNode{};
+      std::string_view method = ts_node_is_null(attr) ? std::string_view{} : text(attr);
+      if ((method == "upper" || method == "lower") && (ts_node_is_null(args) || ts_node_named_child_count(args) == 0)) {
+        Piece p{Piece::Apply, method == "upper" ? kUpper : kLower};
+        NameExpr inner;
+        eval(ts_node_child_by_field_name(f, "object", 6), def, inner, depth + 1);
+        p.args.push_back(std::move(inner));
+        p.arg_texts.push_back(clip(text(ts_node_child_by_field_name(f, "object", 6)), 120));
+        out.push_back(std::move(p));
+        return;
+      }
+    }
     if (!std::strcmp(t, "binary_operator") && lang_ == Lang::Python) {
       TSNode op = ts_node_child_by_field_name(n, "operator", 8);
       if (!ts_node_is_null(op) && text(op) == "+") {
@@ -871,6 +895,10 @@ class FileScanner {
       eval(v.b, def, e);
       std::string name = lang_ == Lang::Python ? std::string(text(v.a)) : declared_name(v.a);
       if (name.empty()) continue;
+      // Python: of the calls assigned to a name, only name.upper() / name.lower() build a name
+      if (lang_ == Lang::Python && is(v.b, "call") &&
+          !(e.size() == 1 && e[0].kind == Piece::Apply && (e[0].text == kUpper || e[0].text == kLower)))
+        continue;
       if (def >= 0 && locals_[def].emplace(name, std::move(e)).second) local_ends_[def][name] = ts_node_end_byte(v.node);
       else out_.constants.push_back({name, std::move(e), {}});
     }

@@ -37,6 +37,10 @@ struct Piece {
 };
 using NameExpr = std::vector<Piece>;
 
+// Apply pieces that change the case of their one argument: Python's name.upper(), name.lower().
+inline constexpr const char* kUpper = "str.upper";
+inline constexpr const char* kLower = "str.lower";
+
 struct Arg {
   NameExpr expr;
   std::string text;  // source text, trimmed

@@ -282,7 +282,8 @@ class Resolver {
   // (getenv(make_name(buf, n))) is computed at run time: the caller is not a reader.
   bool expandable(const NameExpr& e) const {
     for (auto& p : e)
-      if (p.kind == Piece::Apply && !builders_.count(p.text) && !stringifiers_.count(p.text) &&
+      if (p.kind == Piece::Apply && !builders_.count(p.text) && !stringifiers_.count(p.text) && p.text != kUpper &&
+          p.text != kLower &&
           std::any_of(p.args.begin(), p.args.end(), [](const NameExpr& a) { return has_param(a); }))
         return false;
     return true;
@@ -432,6 +433,16 @@ class Resolver {
           break;
         }
         case Piece::Apply: {
+          if ((p.text == kUpper || p.text == kLower) && p.args.size() == 1) {
+            std::vector<std::string> sub;
+            if (!evaluate(p.args[0], sub, depth + 1)) return false;
+            for (auto& v : sub)
+              for (auto& ch : v)
+                ch = static_cast<char>(p.text == kUpper ? std::toupper(static_cast<unsigned char>(ch))
+                                                        : std::tolower(static_cast<unsigned char>(ch)));
+            extend(sub);
+            break;
+          }
           auto builder = builders_.find(p.text);
           if (!stringifiers_.count(p.text) && builder != builders_.end()) {
             // LIB_ENV("X") with #define LIB_ENV(s) "LIB_" s: the body with the arguments in

@@ -14,3 +14,5 @@
 
 ; module constants: ENV_NAME = "FOO_THREADS"
 (assignment left: (identifier) @var.name right: (string) @var.value) @var
+; name = name.upper(): kept as a local only when the call changes the case of a name (checked in code)
+(assignment left: (identifier) @var.name right: (call function: (attribute)) @var.value) @var
