@@ -1128,3 +1128,31 @@ TEST(ExtractPatterns, CythonSourcesAndBazelHelpers) {
                                 "PKG_BAZEL_TRACE bazel/_test_main.py:2 build"};
   EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
 }
+
+// Python names whose case a wrapper changes: os.environ.get("LIB_" + key.upper()),
+// f"LIB_{key.upper()}", and a parameter reassigned as itself upper-cased at the top of the
+// function (`env_var = env_var.upper()`) read the upper-cased name at each caller; other calls
+// assigned to a name build none.
+TEST(ExtractPatterns, PythonNamesWhoseCaseAWrapperChanges) {
+  TempTree t;
+  t.write("pkg/conf.py",
+          "import os\n"                                                  // 1
+          "def env(key, default=None):\n"                                // 2
+          "    return os.environ.get('PKG_' + key.upper(), default)\n"   // 3
+          "def env2(key):\n"                                             // 4
+          "    return os.getenv(f'PKG_{key.lower()}')\n"                 // 5
+          "def flag(env_var):\n"                                         // 6
+          "    env_var = env_var.upper()\n"                              // 7
+          "    return env_var in os.environ\n"                           // 8
+          "def other(name):\n"                                           // 9
+          "    name = name.strip()\n"                                    // 10
+          "    return os.environ.get(name)\n"                            // 11
+          "threads = env('threads', 4)\n"                                // 12
+          "level = env2('LOG_LEVEL')\n"                                  // 13
+          "on = flag('use_gpu')\n"                                       // 14
+          "x = other('PKG_STRIPPED')\n");                                // 15
+  Facts f = run(t);
+  std::set<std::string> want = {"PKG_THREADS pkg/conf.py:12 library", "PKG_log_level pkg/conf.py:13 library",
+                                "USE_GPU pkg/conf.py:14 library", "PKG_STRIPPED pkg/conf.py:15 library"};
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
+}
