@@ -59,6 +59,7 @@ struct TuneArgs {
   std::int64_t resume = 0;
   std::string db, source, manifest;
   int verify = 5;
+  double min_gain = 0.03;  // smallest speedup worth exporting, above 1 (0.03: 1.03x)
   int max_repeats = 3;
   std::vector<std::string> compare;
   bool dry_run = false;
@@ -1101,10 +1102,12 @@ int run_tune(TuneArgs a, Interruption* stop) {
                             " runs, noise +-" + pct(res.noise) + ", stopped: " + res.stop_reason;
   // Keep the defaults unless the best beat them beyond the noise: the lower end of its
   // speedup's interval (the re-measurement's spread, else the trials') above 1, and the gain
-  // larger than the run-to-run noise of the trials. A speedup without a ratio (a metric of 0)
-  // is not judged.
+  // larger than the run-to-run noise of the trials and than --min-gain (on a very steady
+  // program a 1% difference is beyond a 0.5% noise, and still no reason to change anything).
+  // A speedup without a ratio (a metric of 0) is not judged.
   const bool keep_defaults =
-      best.config.empty() || (speedup > 0 && (speedup * (1 - spread) <= 1 || speedup - 1 <= res.noise));
+      best.config.empty() ||
+      (speedup > 0 && (speedup * (1 - spread) <= 1 || speedup - 1 <= res.noise || speedup - 1 < a.min_gain));
   result["speedup"] = speedup > 0 ? nlohmann::json(speedup) : nlohmann::json(nullptr);
   result["speedup_spread"] = speedup > 0 ? nlohmann::json(spread) : nlohmann::json(nullptr);
   result["speedup_basis"] = basis;
@@ -1220,6 +1223,9 @@ CommandRegistration reg(60, [](CLI::App& app, Context& ctx) {
   cmd->add_option("--manifest", a->manifest, "Manifest stating libraries and nesting (docs/analysis.md)");
   cmd->add_option("--verify", a->verify, "Interleaved default/best pairs re-measured at the end (0: none; not in the budget)")
       ->check(CLI::Range(0, 100));
+  cmd->add_option("--min-gain", a->min_gain,
+                  "Smallest gain worth exporting (default 0.03: a best under 1.03x the default's speed keeps the defaults)")
+      ->check(CLI::Range(0.0, 10.0));
   cmd->add_option("--max-repeats", a->max_repeats, "Most runs of one configuration (adaptive; default 3)")
       ->check(CLI::Range(1, 50));
   cmd->add_option("--compare", a->compare,
