@@ -613,6 +613,24 @@ TEST(TuneOwner, AStoreFromBeforeOwnersResumes) {
 
 // ---- tune: keep your defaults -------------------------------------------------------------------
 
+// --min-gain: a real gain (0.3 s -> 0.05 s) below the smallest gain asked for keeps the
+// defaults; the default threshold (3%) exports it; a negative threshold is refused.
+TEST(TuneVerdict, MinGainIsTheSmallestGainExported) {
+  TempDir dir;
+  const std::string prog = "/bin/sh -c " + q("if [ \"$X\" = 2 ]; then sleep 0.05; else sleep 0.3; fi");
+  CliRun high = run_cli(dir, "tune --db " + dir.file("t.db") + " --budget 6 --verify 2 --strategy grid --no-minimise " +
+                                 "--add X=1,2 --min-gain 10 -- " + prog);
+  ASSERT_EQ(high.exit, 0) << high.err;
+  EXPECT_NE(high.out.find("# keep your defaults"), std::string::npos) << high.out << high.err;
+  EXPECT_FALSE(std::regex_search(high.out, std::regex("(^|\n)X="))) << high.out;
+  CliRun usual = run_cli(dir, "tune --db " + dir.file("t.db") + " --budget 6 --verify 2 --strategy grid --no-minimise " +
+                                  "--add X=1,2 -- " + prog);
+  ASSERT_EQ(usual.exit, 0) << usual.err;
+  EXPECT_TRUE(std::regex_search(usual.out, std::regex("(^|\n)X=2"))) << usual.out << usual.err;
+  CliRun bad = run_cli(dir, "tune --db " + dir.file("t.db") + " --min-gain -1 --add X=1,2 -- " + prog);
+  EXPECT_EQ(bad.exit, 2) << bad.out << bad.err;
+}
+
 // Controls that make no difference: the verdict is to keep the defaults, nothing is exported,
 // and the exit status is 0.
 TEST(TuneVerdict, KeepYourDefaultsWhenNothingBeatsThemBeyondNoise) {
