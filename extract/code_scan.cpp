@@ -663,9 +663,7 @@ class FileScanner {
         int p = index_of(out_.defs[def].params, name);
         // Python: name = name.upper() at the top of a function: the parameter, case changed
         if (p >= 0 && lang_ == Lang::Python)
-          if (auto l = locals_[def].find(name); l != locals_[def].end() && l->second.size() == 1 &&
-                                                 l->second[0].kind == Piece::Apply &&
-                                                 (l->second[0].text == kUpper || l->second[0].text == kLower)) {
+          if (auto l = locals_[def].find(name); l != locals_[def].end() && is_case_change(l->second)) {
             out.push_back(l->second[0]);
             return;
           }
@@ -896,9 +894,7 @@ class FileScanner {
       std::string name = lang_ == Lang::Python ? std::string(text(v.a)) : declared_name(v.a);
       if (name.empty()) continue;
       // Python: of the calls assigned to a name, only name.upper() / name.lower() build a name
-      if (lang_ == Lang::Python && is(v.b, "call") &&
-          !(e.size() == 1 && e[0].kind == Piece::Apply && (e[0].text == kUpper || e[0].text == kLower)))
-        continue;
+      if (lang_ == Lang::Python && is(v.b, "call") && !is_case_change(e)) continue;
       if (def >= 0 && locals_[def].emplace(name, std::move(e)).second) local_ends_[def][name] = ts_node_end_byte(v.node);
       else out_.constants.push_back({name, std::move(e), {}});
     }

@@ -40,6 +40,10 @@ using NameExpr = std::vector<Piece>;
 // Apply pieces that change the case of their one argument: Python's name.upper(), name.lower().
 inline constexpr const char* kUpper = "str.upper";
 inline constexpr const char* kLower = "str.lower";
+// Whether `e` is one such case change, name.upper() or name.lower().
+inline bool is_case_change(const NameExpr& e) {
+  return e.size() == 1 && e[0].kind == Piece::Apply && (e[0].text == kUpper || e[0].text == kLower);
+}
 
 struct Arg {
   NameExpr expr;

@@ -238,17 +238,23 @@ class Resolver {
 
   // Where a definition is kept among the readers: by its name, or by its name and file when only
   // its own file's calls can reach it (a static function of a .c file, a macro of a .cpp file).
+  static std::string local_key(const std::string& name, const std::string& file) { return name + "@" + file; }
   static std::string key_of(const Definition& d, const FileCode& f) {
-    return d.file_local ? d.name + "@" + f.file : d.name;
+    return d.file_local ? local_key(d.name, f.file) : d.name;
   }
 
-  // The reader a call by `name` in `file` reaches: the file's own definition first, then one
-  // visible to every file.
+  // The entry of `map` (keyed as key_of keys) a call by `name` in `file` sees: the file's own
+  // definition first, then one visible to every file; end() when neither.
+  template <class Map>
+  static typename Map::const_iterator visible(const Map& map, const std::string& name, const std::string& file) {
+    auto local = map.find(local_key(name, file));
+    return local != map.end() ? local : map.find(name);
+  }
+
+  // The reader a call by `name` in `file` reaches.
   const std::string* reader_key(const std::string& name, const std::string& file) const {
-    auto local = readers_.find(name + "@" + file);
-    if (local != readers_.end()) return &local->first;
-    auto global = readers_.find(name);
-    return global == readers_.end() ? nullptr : &global->first;
+    auto it = visible(readers_, name, file);
+    return it == readers_.end() ? nullptr : &it->first;
   }
 
   // `d` passes a parameter into the name that `callee` reads: d becomes a reader.
@@ -501,9 +507,7 @@ class Resolver {
     for (const Piece& p : e) {
       const std::vector<NameExpr>* returns = nullptr;
       if (p.kind == Piece::Apply && !builders_.count(p.text) && !stringifiers_.count(p.text)) {
-        auto it = returns_.find(p.text + "@" + f.file);
-        if (it == returns_.end()) it = returns_.find(p.text);
-        if (it != returns_.end()) returns = it->second;
+        if (auto it = visible(returns_, p.text, f.file); it != returns_.end()) returns = it->second;
       }
       if (!returns) {
         for (auto& o : outs) o.push_back(p);
