@@ -404,6 +404,7 @@ class FileScanner {
     build_locals_and_constants();
     build_records_and_bindings();
     build_returned_names();
+    build_members();
     for (auto& c : calls_) add_call(c);
     for (auto& s : subscripts_) add_subscript(s);
     for (auto& c : compares_) add_compare(c);
@@ -485,6 +486,21 @@ class FileScanner {
     return {};
   }
 
+  // The class of a qualified name: ns::C::m -> C, C<T>::m -> C; empty without a scope.
+  static std::string scope_of(std::string_view q) {
+    std::string s;
+    int angle = 0;
+    for (char c : q) {  // template arguments dropped
+      if (c == '<') ++angle;
+      else if (c == '>') angle = std::max(0, angle - 1);
+      else if (angle == 0 && !std::isspace(static_cast<unsigned char>(c))) s += c;
+    }
+    size_t last = s.rfind("::");
+    if (last == std::string::npos || last == 0) return {};
+    size_t prev = s.rfind("::", last - 1);
+    return s.substr(prev == std::string::npos ? 0 : prev + 2, last - (prev == std::string::npos ? 0 : prev + 2));
+  }
+
   void build_definitions() {
     std::sort(funcs_.begin(), funcs_.end(),
               [](const FuncNode& a, const FuncNode& b) { return ts_node_start_byte(a.node) < ts_node_start_byte(b.node); });
@@ -545,6 +561,12 @@ class FileScanner {
         } else {
           bool in_class = false, anonymous = false;
           for (TSNode up = ts_node_parent(f.node); !ts_node_is_null(up); up = ts_node_parent(up)) {
+            if (is(up, "field_declaration_list") && !in_class) {
+              TSNode cls = ts_node_parent(up);
+              TSNode cname = ts_node_child_by_field_name(cls, "name", 4);
+              if ((is(cls, "class_specifier") || is(cls, "struct_specifier")) && !ts_node_is_null(cname))
+                d.owner = class_name(cname);
+            }
             if (is(up, "field_declaration_list")) in_class = true;
             if (is(up, "namespace_definition") && ts_node_is_null(ts_node_child_by_field_name(up, "name", 4)))
               anonymous = true;
@@ -559,6 +581,8 @@ class FileScanner {
           TSNode fd = function_declarator(f.declarator);
           TSNode named = ts_node_is_null(fd) ? TSNode{} : ts_node_child_by_field_name(fd, "declarator", 10);
           d.free_function = !in_class && !ts_node_is_null(named) && is(named, "identifier");
+          // C::m(...) outside the class body: C (a namespace's name names no class's constructor)
+          if (!in_class && is(named, "qualified_identifier")) d.owner = scope_of(text(named));
         }
       }
       d.init_time = d.init_time || init_like(d.name);
@@ -613,6 +637,89 @@ class FileScanner {
         names.push_back(std::move(e));
       }
       if (all && !names.empty()) d.returns = std::move(names);
+    }
+  }
+
+  // Names a class keeps for later (Definition::stores, returns_member): what a constructor
+  // stores from its parameters, and what a method returns of its members, case changed or not.
+  void build_members() {
+    if (lang_ != Lang::Cpp) return;
+    for (size_t di = 0; di < out_.defs.size(); ++di) {
+      Definition& d = out_.defs[di];
+      const FuncNode& f = def_nodes_[di];
+      if (d.macro || d.owner.empty() || ts_node_is_null(f.body)) continue;
+      // the member an expression names: name_, this->name_, name_.c_str()
+      auto member_named = [&](TSNode v) -> std::string {
+        for (int guard = 0; guard < 4 && !ts_node_is_null(v); ++guard) {
+          if (is(v, "parenthesized_expression")) { v = ts_node_named_child(v, 0); continue; }
+          if (is(v, "call_expression")) {
+            TSNode fn = ts_node_child_by_field_name(v, "function", 8);
+            TSNode args = ts_node_child_by_field_name(v, "arguments", 9);
+            TSNode m = is(fn, "field_expression") ? ts_node_child_by_field_name(fn, "field", 5) : TSNode{};
+            auto method = ts_node_is_null(m) ? std::string_view{} : text(m);
+            if ((method == "c_str" || method == "data") && !ts_node_is_null(args) && ts_node_named_child_count(args) == 0) {
+              v = ts_node_child_by_field_name(fn, "argument", 8);
+              continue;
+            }
+            return {};
+          }
+          break;
+        }
+        if (is(v, "field_expression") && text(ts_node_child_by_field_name(v, "argument", 8)) == "this")
+          v = ts_node_child_by_field_name(v, "field", 5);
+        if (!is(v, "identifier") && !is(v, "field_identifier")) return {};
+        std::string n(text(v));
+        return index_of(d.params, n) >= 0 ? std::string() : n;
+      };
+      if (d.name == d.owner) {
+        // : name_(name) in the initialiser list
+        for (uint32_t i = 0; i < ts_node_named_child_count(f.node); ++i) {
+          TSNode list = ts_node_named_child(f.node, i);
+          if (!is(list, "field_initializer_list")) continue;
+          for (uint32_t k = 0; k < ts_node_named_child_count(list) && d.stores.size() < kMaxRowItems; ++k) {
+            TSNode init = ts_node_named_child(list, k);
+            TSNode member = ts_node_named_child(init, 0);
+            TSNode args = ts_node_named_child(init, 1);
+            if (!is(member, "field_identifier") || ts_node_is_null(args) || ts_node_named_child_count(args) != 1) continue;
+            TSNode a = ts_node_named_child(args, 0);
+            int p = is(a, "identifier") ? index_of(d.params, text(a)) : -1;
+            if (p >= 0) d.stores.emplace_back(std::string(text(member)), p);
+          }
+        }
+      }
+      // name_ = name; in the constructor's body; every return of a method
+      std::vector<TSNode> todo{f.body}, rets;
+      size_t visited = 0;
+      while (!todo.empty() && visited++ < 20000) {
+        TSNode n = todo.back();
+        todo.pop_back();
+        if (is(n, "lambda_expression")) continue;
+        if (is(n, "return_statement")) rets.push_back(n);
+        if (is(n, "assignment_expression") && d.name == d.owner && d.stores.size() < kMaxRowItems &&
+            text(ts_node_child_by_field_name(n, "operator", 8)) == "=") {
+          std::string member = member_named(ts_node_child_by_field_name(n, "left", 4));
+          TSNode r = ts_node_child_by_field_name(n, "right", 5);
+          int p = is(r, "identifier") ? index_of(d.params, text(r)) : -1;
+          if (!member.empty() && p >= 0) d.stores.emplace_back(member, p);
+        }
+        for (uint32_t i = ts_node_named_child_count(n); i-- > 0;) todo.push_back(ts_node_named_child(n, i));
+      }
+      if (d.name == d.owner || rets.empty() || rets.size() > kMaxReturns) continue;
+      std::string member;
+      for (TSNode r : rets) {
+        std::string m = ts_node_named_child_count(r) ? member_named(ts_node_named_child(r, 0)) : std::string();
+        if (m.empty() || (!member.empty() && m != member)) { member.clear(); break; }
+        member = m;
+      }
+      if (member.empty()) continue;
+      d.returns_member = member;
+      bool upper = false, lower = false;
+      for (auto& t : tokenize(text(f.body)))
+        if (t.kind == Token::Ident) {
+          upper = upper || t.text == "toupper" || t.text == "towupper";
+          lower = lower || t.text == "tolower" || t.text == "towlower";
+        }
+      if (upper != lower) d.member_case = upper ? kUpper : kLower;
     }
   }
 
@@ -1211,10 +1318,52 @@ class FileScanner {
     }
   }
 
-  // Calls inside a macro body: IDENT ( args ), nested calls included.
+  // The first token of the (possibly pasted) identifier that ends at token `i`: buf_ ## name.
+  static size_t pasted_start(const std::vector<Token>& t, size_t i) {
+    while (i >= 2 && t[i - 1].text == "##" && t[i - 2].kind == Token::Ident) i -= 2;
+    return i;
+  }
+
+  // Variables a macro body declares or assigns, by their (possibly pasted) name's text, with the
+  // tokens of their value: `static char buf_##n[] = #n;` gives "buf_##n" -> `#n`.
+  static std::map<std::string, std::pair<size_t, size_t>> macro_locals(const std::vector<Token>& t) {
+    std::map<std::string, std::pair<size_t, size_t>> out;
+    for (size_t i = 1; i + 1 < t.size() && out.size() < 64; ++i) {
+      if (t[i].text != "=" || t[i + 1].text == "=") continue;
+      size_t e = i;  // the name ends before `=`, after any [size] suffixes
+      while (e > 0 && t[e - 1].text == "]") {
+        size_t k = e - 1;
+        while (k > 0 && t[k].text != "[") --k;
+        if (t[k].text != "[") break;
+        e = k;
+      }
+      if (e == 0 || t[e - 1].kind != Token::Ident) continue;
+      size_t s = pasted_start(t, e - 1);
+      if (s > 0 && (t[s - 1].text == "=" || t[s - 1].text == "!" || t[s - 1].text == "<" || t[s - 1].text == ">"))
+        continue;  // ==, !=, <=, >= and the like
+      size_t v = i + 1, depth = 0, end = v;
+      for (; end < t.size(); ++end) {
+        if (t[end].text == "(" || t[end].text == "{" || t[end].text == "[") ++depth;
+        else if (t[end].text == ")" || t[end].text == "}" || t[end].text == "]") { if (depth == 0) break; --depth; }
+        else if ((t[end].text == ";" || t[end].text == ",") && depth == 0) break;
+      }
+      if (end > v) out[join(t, s, e)] = {v, end};
+    }
+    return out;
+  }
+
+  // Calls inside a macro body: IDENT ( args ), nested calls included. A declaration with
+  // arguments, `T name(args)` or `T buf_##n(args)`, is also a call of T's constructor. An
+  // argument that is a variable the body declared (`char buf_##n[] = #n; T x(buf_##n)`)
+  // stands for its value.
   void macro_calls(const std::vector<Token>& t, int def, int first_line) {
     static const std::vector<std::string> none;
     const auto& params = def >= 0 ? out_.defs[def].params : none;
+    auto locals = macro_locals(t);
+    auto arg_expr = [&](size_t a, size_t b) {
+      auto l = locals.find(join(t, a, b));
+      return l == locals.end() ? eval_tokens(t, a, b, params) : eval_tokens(t, l->second.first, l->second.second, params);
+    };
     for (size_t i = 0; i + 1 < t.size(); ++i) {
       if (t[i].kind != Token::Ident || t[i + 1].text != "(" || is_keyword(t[i].text)) continue;
       if (i > 0 && t[i - 1].text == "#") continue;
@@ -1230,14 +1379,22 @@ class FileScanner {
         else if (t[j].text == ")") {
           if (--depth == 0) break;
         } else if (t[j].text == "," && depth == 1) {
-          call.args.push_back({eval_tokens(t, start, j, params), join(t, start, j)});
+          call.args.push_back({arg_expr(start, j), join(t, start, j)});
           start = j + 1;
         }
       }
-      if (j > start || !call.args.empty()) call.args.push_back({eval_tokens(t, start, std::min(j, t.size()), params), join(t, start, std::min(j, t.size()))});
+      if (j > start || !call.args.empty()) call.args.push_back({arg_expr(start, std::min(j, t.size())), join(t, start, std::min(j, t.size()))});
       // a conversion wrapped around the call names its type: atoi(getenv(n))
       if (i >= 2 && t[i - 1].text == "(" && t[i - 2].kind == Token::Ident)
         if (const char* ty = type_of_conversion(t[i - 2].text)) call.type_hint = ty;
+      // T name(args): a construction, a call of T's constructor (`return f(x)` and the like aside)
+      size_t s = pasted_start(t, i);
+      if (s > 0 && t[s - 1].kind == Token::Ident && !is_keyword(t[s - 1].text) && !call.member &&
+          !(s > 1 && (t[s - 2].text == "." || t[s - 2].text == ">"))) {
+        Call construction = call;
+        construction.callee = t[s - 1].text;
+        out_.calls.push_back(std::move(construction));
+      }
       out_.calls.push_back(std::move(call));
       threading_call(out_.calls.back().callee, out_.calls.back().line, def);
     }

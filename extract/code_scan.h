@@ -82,6 +82,16 @@ struct Definition {
   // of a table of strings) or none (NULL, nullptr, 0): env_name_for(kind), with each row or
   // literal one name a caller's getenv(env_name_for(k)) may read. Empty otherwise.
   std::vector<NameExpr> returns;
+  // C++ methods: the class they belong to, from the class body around them or from C::m.
+  std::string owner;
+  // A constructor's parameters it keeps in members (`: name_(name)`, `name_ = name;`), which
+  // its class's methods may read later: {member, parameter index}.
+  std::vector<std::pair<std::string, int>> stores;
+  // A method whose every return is one member (`return name_;`): that member, and the case
+  // change the method applies to it in place first (a toupper loop, std::transform with
+  // ::tolower): kUpper, kLower or empty.
+  std::string returns_member;
+  std::string member_case;
 };
 
 // A string constant (#define ENV "X", const char* X = "X"), an object-like macro's raw text

@@ -187,6 +187,14 @@ class Resolver {
     for (auto& f : files)
       for (auto& d : f.defs)
         if (!d.returns.empty()) returns_.emplace(key_of(d, f), &d.returns);
+    for (auto& f : files)
+      for (auto& d : f.defs) {
+        if (d.macro || d.owner.empty()) continue;
+        auto& cls = classes_[d.owner];
+        if (d.name == d.owner && !d.stores.empty() && cls.constructors.size() < 64) cls.constructors.push_back({&f, &d});
+        if (!d.returns_member.empty() && d.params.empty())
+          cls.getters.emplace(d.name, std::make_pair(d.returns_member, d.member_case));
+      }
     find_stringifiers();
     find_environment_names();
   }
@@ -220,6 +228,7 @@ class Resolver {
         for (auto& c : f.calls) {
           if (c.def < 0) continue;
           const Definition& d = f.defs[c.def];
+          if (!d.owner.empty() && !d.macro && member_read(f, d, c)) changed = true;
           if (d.params.empty()) continue;
           std::string key = key_of(d, f);
           auto existing = readers_.find(key);
@@ -234,6 +243,58 @@ class Resolver {
         }
       }
     }
+  }
+
+  // A method of a class reads a member (GetEnv(name_), getenv(GetName()) with GetName returning
+  // name_, upper-cased in place or not): each constructor of the class that stores a parameter
+  // in that member reads the name passed to it, later, through the object it builds. The
+  // constructions (T x("NAME"), a derived class's `: T(name)`, a macro's declaration) are its
+  // calls, as for a constructor that reads at once.
+  bool member_read(const FileCode& f, const Definition& d, const Call& c) {
+    auto cls = classes_.find(d.owner);
+    if (cls == classes_.end() || cls->second.constructors.empty()) return false;
+    std::vector<std::string> reached;
+    readers_of(f, c, reached);
+    bool changed = false;
+    for (auto& callee : reached) {
+      const Reader& r = readers_.at(callee);
+      NameExpr name = substitute(r.name, c);
+      if (name.size() != 1) continue;
+      std::string member, kase;
+      if (name[0].kind == Piece::Ident || name[0].kind == Piece::Member) {
+        member = name[0].text;
+      } else if (name[0].kind == Piece::Apply && name[0].args.empty()) {
+        auto g = cls->second.getters.find(name[0].text);
+        if (g == cls->second.getters.end()) continue;
+        member = g->second.first;
+        kase = g->second.second;
+      }
+      if (member.empty()) continue;
+      for (auto& [file, ctor] : cls->second.constructors)
+        for (auto& [stored, index] : ctor->stores) {
+          if (stored != member || index < 0 || index >= static_cast<int>(ctor->params.size())) continue;
+          std::string key = key_of(*ctor, *file);
+          auto existing = readers_.find(key);
+          if (existing != readers_.end() && (existing->second.base || has_param(existing->second.name))) continue;
+          Piece param{Piece::Param, ctor->params[index], index};
+          Reader held;
+          if (kase.empty()) {
+            held.name = {param};
+          } else {
+            Piece change{Piece::Apply, kase};
+            change.args.push_back({param});
+            change.arg_texts.push_back(ctor->params[index]);
+            held.name = {change};
+          }
+          held.via = r.via;
+          held.type = r.type;
+          held.syntax = r.syntax;
+          if (ctor->file_local) local_names_[ctor->name].push_back(key);
+          readers_[key] = std::move(held);
+          changed = true;
+        }
+    }
+    return changed;
   }
 
   // Where a definition is kept among the readers: by its name, or by its name and file when only
@@ -683,6 +744,12 @@ class Resolver {
   Readers readers_;
   std::unordered_map<std::string, std::vector<std::string>> local_names_;  // name -> file-local reader keys
   std::unordered_map<std::string, const std::vector<NameExpr>*> returns_;  // functions that return names
+  // Classes whose constructors keep names in members, by the class's name.
+  struct ClassMembers {
+    std::vector<std::pair<const FileCode*, const Definition*>> constructors;  // those that store
+    std::map<std::string, std::pair<std::string, std::string>> getters;      // method -> {member, case}
+  };
+  std::unordered_map<std::string, ClassMembers> classes_;
   std::unordered_map<std::string, std::vector<NameExpr>> constants_;
   std::unordered_map<std::string, std::vector<std::string>> raw_macros_;
   std::set<std::string> stringifiers_;
