@@ -1156,3 +1156,83 @@ TEST(ExtractPatterns, PythonNamesWhoseCaseAWrapperChanges) {
                                 "USE_GPU pkg/conf.py:14 library", "PKG_STRIPPED pkg/conf.py:15 library"};
   EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
 }
+
+// Names an object keeps for later: a constructor stores its parameter in a member, and a method
+// of the class reads the environment with that member, directly or through a getter that
+// changes its case in place. Each construction is then a read of the name it passes: a local
+// or static object, a derived class's `: Base(name)`, and a macro that declares a buffer of its
+// stringized argument and builds an object over it (the read is cited at the macro's use). A
+// class that keeps a name no method reads, or reads a member its constructor does not fill
+// from that parameter, names nothing.
+TEST(ExtractPatterns, NamesAnObjectKeepsForLater) {
+  TempTree t;
+  t.write("src/knob.h",
+          "#pragma once\n"
+          "#include <string>\n"
+          "class Knob {\n"
+          " protected:\n"
+          "  explicit Knob(char* key) : key_(key) {}\n"
+          " public:\n"
+          "  const char* raw();\n"
+          " protected:\n"
+          "  char* key();\n"
+          " private:\n"
+          "  char* key_;\n"
+          "};\n"
+          "class IntKnob : public Knob {\n"
+          " public:\n"
+          "  IntKnob(char* key, int fallback) : Knob(key), fallback_(fallback) {}\n"
+          "  int get();\n"
+          " private:\n"
+          "  int fallback_;\n"
+          "};\n"
+          "#define DEFINE_KNOB(id, fallback)          \\\n"
+          "  static char knob_name_##id[] = #id;       \\\n"
+          "  static IntKnob knob_##id(knob_name_##id, fallback);\n"
+          "class Setting {\n"
+          " public:\n"
+          "  Setting(const char* what, const char* label) : label_(label) { what_ = what; }\n"
+          "  const char* value() const;\n"
+          "  const char* what_;\n"
+          "  const char* label_;\n"
+          "};\n"
+          "struct Proxy {\n"
+          "  explicit Proxy(std::string scheme) : scheme_(scheme) {}\n"
+          "  std::string var() { std::transform(scheme_.begin(), scheme_.end(), scheme_.begin(), ::tolower); return scheme_; }\n"
+          "  const char* get() { return std::getenv(var().c_str()); }\n"
+          "  std::string scheme_;\n"
+          "};\n"
+          "class Title {\n"
+          " public:\n"
+          "  explicit Title(const char* text) : text_(text) {}\n"
+          "  const char* text() const { return text_; }\n"
+          "  const char* text_;\n"
+          "};\n");
+  t.write("src/knob.cc",
+          "#include <cctype>\n"
+          "#include <cstdlib>\n"
+          "#include \"knob.h\"\n"
+          "static const char* read_var(const char* n) { return getenv(n); }\n"
+          "const char* Knob::raw() { return read_var(key()); }\n"
+          "char* Knob::key() {\n"
+          "  for (char* c = key_; *c; ++c) *c = toupper(*c);\n"
+          "  return key_;\n"
+          "}\n"
+          "int IntKnob::get() { const char* v = raw(); return v ? atoi(v) : fallback_; }\n"
+          "const char* Setting::value() const { return getenv(this->what_); }\n");
+  t.write("src/pool.cc",
+          "#include \"knob.h\"\n"                                                  // 1
+          "DEFINE_KNOB(lib_pool_threads, 4);\n"                                    // 2
+          "DEFINE_KNOB(lib_spin_count,\n"                                          // 3
+          "            100);\n"                                                    // 4
+          "static Setting where(\"LIB_HOME\", \"HOME_IS_A_LABEL\");\n"             // 5
+          "int start() {\n"                                                        // 6
+          "  Proxy p(\"HTTPS_PROXY\");\n"                                          // 7
+          "  Title t(\"TITLE_NOT_A_VAR\");\n"                                      // 8
+          "  return p.get() != nullptr;\n"                                         // 9
+          "}\n");
+  Facts f = run(t);
+  std::set<std::string> want = {"LIB_POOL_THREADS src/pool.cc:2 library", "LIB_SPIN_COUNT src/pool.cc:3 library",
+                                "LIB_HOME src/pool.cc:5 library", "https_proxy src/pool.cc:7 library"};
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
+}
