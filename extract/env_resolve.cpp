@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "extract/code_scan.h"
 
@@ -188,6 +189,9 @@ class Resolver {
       for (auto& d : f.defs)
         if (!d.returns.empty()) returns_.emplace(key_of(d, f), &d.returns);
     for (auto& f : files)
+      for (auto& d : f.defs)
+        if (module_keyed(d, f)) module_defs_.insert(local_key(d.name, f.file));
+    for (auto& f : files)
       for (auto& d : f.defs) {
         if (d.macro || d.owner.empty()) continue;
         auto& cls = classes_[d.owner];
@@ -237,6 +241,7 @@ class Resolver {
           readers_of(f, c, reached);
           for (auto& callee : reached)
             if (callee != key && promote(d, key, c, readers_.at(callee))) {  // not a pointer to its own caller
+              if (module_keyed(d, f)) readers_.emplace(d.name, readers_.at(key));
               changed = true;
               break;
             }
@@ -299,9 +304,12 @@ class Resolver {
 
   // Where a definition is kept among the readers: by its name, or by its name and file when only
   // its own file's calls can reach it (a static function of a .c file, a macro of a .cpp file).
+  // A Python function is kept by its module too: a call in that module reaches the module's own
+  // definition, and a call elsewhere (which imported it) the first module's of that name.
   static std::string local_key(const std::string& name, const std::string& file) { return name + "@" + file; }
+  static bool module_keyed(const Definition& d, const FileCode& f) { return f.lang == Lang::Python && !d.macro; }
   static std::string key_of(const Definition& d, const FileCode& f) {
-    return d.file_local ? local_key(d.name, f.file) : d.name;
+    return d.file_local || module_keyed(d, f) ? local_key(d.name, f.file) : d.name;
   }
 
   // The entry of `map` (keyed as key_of keys) a call by `name` in `file` sees: the file's own
@@ -312,9 +320,11 @@ class Resolver {
     return local != map.end() ? local : map.find(name);
   }
 
-  // The reader a call by `name` in `file` reaches.
+  // The reader a call by `name` in `file` reaches. A Python module's own function of that name
+  // that reads nothing shadows the readers of other modules.
   const std::string* reader_key(const std::string& name, const std::string& file) const {
     auto it = visible(readers_, name, file);
+    if (it != readers_.end() && it->first == name && module_defs_.count(local_key(name, file))) return nullptr;
     return it == readers_.end() ? nullptr : &it->first;
   }
 
@@ -744,6 +754,7 @@ class Resolver {
   Readers readers_;
   std::unordered_map<std::string, std::vector<std::string>> local_names_;  // name -> file-local reader keys
   std::unordered_map<std::string, const std::vector<NameExpr>*> returns_;  // functions that return names
+  std::unordered_set<std::string> module_defs_;  // name@module of every Python function
   // Classes whose constructors keep names in members, by the class's name.
   struct ClassMembers {
     std::vector<std::pair<const FileCode*, const Definition*>> constructors;  // those that store
