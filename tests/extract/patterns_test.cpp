@@ -1236,3 +1236,33 @@ TEST(ExtractPatterns, NamesAnObjectKeepsForLater) {
                                 "LIB_HOME src/pool.cc:5 library", "https_proxy src/pool.cc:7 library"};
   EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
 }
+
+// A Python call by a bare name reaches its own module's function of that name first: two
+// modules each define `set_env`, one upper-cases its argument and one does not, and each
+// module's call reads the name its own function builds. A module whose own function of that
+// name reads nothing reads nothing through the other modules' readers; a module with no
+// function of that name (it imported one) reaches the first module's.
+TEST(ExtractPatterns, PythonCallsReachTheirOwnModulesFunctionFirst) {
+  TempTree t;
+  t.write("pkg/a.py",
+          "import os\n"                                           // 1
+          "def set_env(name):\n"                                  // 2
+          "    return os.environ.get(name.upper())\n"             // 3
+          "x = set_env('pkg_upper')\n");                          // 4
+  t.write("pkg/b.py",
+          "import os\n"                                           // 1
+          "def set_env(name):\n"                                  // 2
+          "    return os.environ.get(name)\n"                     // 3
+          "y = set_env('pkg_as_written')\n");                     // 4
+  t.write("pkg/c.py",
+          "def set_env(name):\n"                                  // 1
+          "    return name\n"                                     // 2
+          "z = set_env('NOT_A_VARIABLE')\n");                     // 3
+  t.write("pkg/d.py",
+          "from pkg.a import set_env\n"                           // 1
+          "w = set_env('pkg_imported')\n");                       // 2
+  Facts f = run(t);
+  std::set<std::string> want = {"PKG_UPPER pkg/a.py:4 library", "pkg_as_written pkg/b.py:4 library",
+                                "PKG_IMPORTED pkg/d.py:2 library"};
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
+}
