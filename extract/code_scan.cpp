@@ -401,6 +401,7 @@ class FileScanner {
     }
     ts_query_cursor_delete(cur);
     build_definitions();
+    build_buffer_writes();
     build_locals_and_constants();
     build_records_and_bindings();
     build_returned_names();
@@ -786,6 +787,7 @@ class FileScanner {
           out.push_back({Piece::Ident, local_table(def, name)});
           return;
         }
+        if (lang_ != Lang::Python && buffer_value(name, def, ts_node_start_byte(n), out, depth)) return;
         auto it = locals_[def].find(name);
         if (it != locals_[def].end()) {
           // p = "NO_PROXY" between the declaration and this use: the assignment, not the
@@ -819,6 +821,15 @@ class FileScanner {
         auto method = ts_node_is_null(m) ? std::string_view{} : text(m);
         if (method == "data" || method == "c_str" || method == "str") {
           eval(ts_node_child_by_field_name(f, "argument", 8), def, out, depth + 1, in_concat);
+          return;
+        }
+      }
+      // std::string("LIB_"), std::string_view(name): the characters themselves
+      if (nargs == 1 && (is(f, "identifier") || is(f, "qualified_identifier"))) {
+        std::string fn = last_component(text(f));
+        if (fn == "string" || fn == "string_view" || fn == "wstring" || fn == "QString" || fn == "QLatin1String" ||
+            fn == "QStringLiteral" || fn == "StringRef" || fn == "Twine") {
+          eval(ts_node_named_child(args, 0), def, out, depth + 1, in_concat);
           return;
         }
       }
@@ -906,6 +917,59 @@ class FileScanner {
         eval(ts_node_child_by_field_name(n, "right", 5), def, out, depth + 1);
         return;
       }
+      // "LIB_%s" % key, "LIB_%s_%d" % (key, n): printf conversions
+      TSNode left = ts_node_child_by_field_name(n, "left", 4);
+      if (!ts_node_is_null(op) && text(op) == "%" && is(left, "string")) {
+        NameExpr f;
+        std::string fmt;
+        eval(left, def, f, depth + 1);
+        TSNode right = ts_node_child_by_field_name(n, "right", 5);
+        std::vector<NameExpr> args;
+        if (is(right, "tuple")) {
+          for (uint32_t i = 0; i < ts_node_named_child_count(right) && args.size() < 16; ++i) {
+            args.emplace_back();
+            eval_arg(ts_node_named_child(right, i), def, args.back(), depth + 1);
+          }
+        } else {
+          args.emplace_back();
+          eval_arg(right, def, args.back(), depth + 1);
+        }
+        if (literal_text(f, fmt) && expand_printf(fmt, args, out)) return;
+      }
+    }
+    if (!std::strcmp(t, "call") && lang_ == Lang::Python) {
+      // "LIB_{}".format(key), "LIB_{0}_{1}".format(a, b): positional replacement fields
+      TSNode f = ts_node_child_by_field_name(n, "function", 8);
+      TSNode args = ts_node_child_by_field_name(n, "arguments", 9);
+      TSNode object = is(f, "attribute") ? ts_node_child_by_field_name(f, "object", 6) : TSNode{};
+      TSNode attr = is(f, "attribute") ? ts_node_child_by_field_name(f, "attribute", 9) : TSNode{};
+      if (is(object, "string") && !ts_node_is_null(attr) && text(attr) == "format" && !ts_node_is_null(args)) {
+        NameExpr f0;
+        std::string fmt;
+        eval(object, def, f0, depth + 1);
+        std::vector<NameExpr> values;
+        bool positional = true;
+        for (uint32_t i = 0; i < ts_node_named_child_count(args) && values.size() < 16; ++i) {
+          TSNode a = ts_node_named_child(args, i);
+          if (is(a, "keyword_argument") || is(a, "list_splat") || is(a, "dictionary_splat")) { positional = false; break; }
+          values.emplace_back();
+          eval_arg(a, def, values.back(), depth + 1);
+        }
+        NameExpr e;
+        if (positional && literal_text(f0, fmt) && expand_format_fields(fmt, values, e)) {
+          out.insert(out.end(), e.begin(), e.end());
+          return;
+        }
+      }
+    }
+    if (!std::strcmp(t, "binary_expression") && lang_ == Lang::Cpp) {
+      // std::string("LIB_") + key: the two strings joined (in C, "X" + n is pointer arithmetic)
+      TSNode op = ts_node_child_by_field_name(n, "operator", 8);
+      if (!ts_node_is_null(op) && text(op) == "+") {
+        eval(ts_node_child_by_field_name(n, "left", 4), def, out, depth + 1, in_concat);
+        eval(ts_node_child_by_field_name(n, "right", 5), def, out, depth + 1, in_concat);
+        return;
+      }
     }
     out.push_back({Piece::Unknown, clip(sv, 80)});
   }
@@ -946,6 +1010,187 @@ class FileScanner {
     }
     if (!walked || !is(n, "identifier")) return -1;
     return index_of(out_.defs[def].params, std::string(text(n)));
+  }
+
+  // --- names written into a buffer: sprintf(buf, "LIB_%s", key), strcpy(buf, "LIB_"),
+  // strcat(buf, key), then getenv(buf).
+  enum class Write : uint8_t { None, Format, Copy, Append };
+  // How a call writes its first argument, and which argument holds the format or the source.
+  static Write buffer_write(std::string_view callee, int& source) {
+    static const std::pair<const char*, int> format[] = {
+        {"sprintf", 1}, {"snprintf", 2}, {"_snprintf", 2}, {"sprintf_s", 2}, {"snprintf_s", 3}, {"swprintf", 2},
+        {"g_snprintf", 2}, {"StringCchPrintfA", 2}, {"StringCchPrintfW", 2}, {"StringCchPrintf", 2}};
+    static const std::pair<const char*, int> copy[] = {{"strcpy", 1}, {"strncpy", 1}, {"strlcpy", 1},
+                                                       {"strcpy_s", 2}, {"g_strlcpy", 1}, {"wcscpy", 1}};
+    static const std::pair<const char*, int> append[] = {{"strcat", 1}, {"strncat", 1}, {"strlcat", 1},
+                                                         {"strcat_s", 2}, {"g_strlcat", 1}, {"wcscat", 1}};
+    for (auto& [n, i] : format) if (callee == n) { source = i; return Write::Format; }
+    for (auto& [n, i] : copy) if (callee == n) { source = i; return Write::Copy; }
+    for (auto& [n, i] : append) if (callee == n) { source = i; return Write::Append; }
+    return Write::None;
+  }
+
+  void build_buffer_writes() {
+    if (lang_ == Lang::Python) return;
+    for (size_t i = 0; i < calls_.size(); ++i) {
+      const CallNode& c = calls_[i];
+      int source = 0;
+      if (ts_node_is_null(c.args) || buffer_write(last_component(text(c.callee)), source) == Write::None) continue;
+      TSNode target = ts_node_named_child(c.args, 0);
+      if (!is(target, "identifier") || static_cast<int>(ts_node_named_child_count(c.args)) <= source) continue;
+      int def = enclosing(ts_node_start_byte(c.node), ts_node_end_byte(c.node));
+      if (def < 0) continue;
+      auto& writes = buffer_writes_[{def, std::string(text(target))}];
+      if (writes.size() < 64) writes.push_back(i);
+    }
+  }
+
+  // A call's argument as a name piece: a number literal is its digits (sprintf's %d).
+  void eval_arg(TSNode a, int def, NameExpr& out, int depth) const {
+    if (is(a, "number_literal") || is(a, "integer")) {
+      std::string digits;
+      for (char ch : text(a)) if (std::isdigit(static_cast<unsigned char>(ch))) digits += ch; else break;
+      out.push_back({digits.empty() ? Piece::Unknown : Piece::Lit, digits.empty() ? std::string(text(a)) : digits});
+      return;
+    }
+    eval(a, def, out, depth);
+  }
+
+  // A name built of literals, parameters, constants and stringized arguments only.
+  static bool built_name(const NameExpr& e) {
+    bool any = false;
+    for (auto& p : e) {
+      if (p.kind == Piece::Lit || p.kind == Piece::Param || p.kind == Piece::Stringize) any = true;
+      else if (p.kind != Piece::Ident) return false;
+    }
+    return any;
+  }
+
+  // The literal text of a format expression, or false when it is not all literal.
+  static bool literal_text(const NameExpr& e, std::string& out) {
+    out.clear();
+    for (auto& p : e) {
+      if (p.kind != Piece::Lit) return false;
+      out += p.text;
+    }
+    return !e.empty();
+  }
+
+  // printf conversions of `fmt` (%s, %d, %i, %u, with flags, width and length) filled with the
+  // arguments' name expressions; false for a conversion this cannot fill (%*d, %n, %(key)s, %f)
+  // or too few arguments.
+  static bool expand_printf(std::string_view fmt, const std::vector<NameExpr>& args, NameExpr& out) {
+    NameExpr e;
+    std::string lit;
+    size_t next = 0;
+    for (size_t i = 0; i < fmt.size(); ++i) {
+      if (fmt[i] != '%') { lit += fmt[i]; continue; }
+      if (i + 1 < fmt.size() && fmt[i + 1] == '%') { lit += '%'; ++i; continue; }
+      size_t j = i + 1;
+      while (j < fmt.size() && fmt[j] && std::strchr("-+ #0123456789.hlLqjzt", fmt[j])) ++j;
+      if (j >= fmt.size() || !fmt[j] || !std::strchr("sdiu", fmt[j]) || next >= args.size()) return false;
+      if (!lit.empty()) e.push_back({Piece::Lit, lit});
+      lit.clear();
+      e.insert(e.end(), args[next].begin(), args[next].end());
+      ++next;
+      i = j;
+    }
+    if (!lit.empty() || e.empty()) e.push_back({Piece::Lit, lit});
+    out.insert(out.end(), e.begin(), e.end());
+    return true;
+  }
+
+  // str.format's positional fields ({}, {0}, {1}) filled with the arguments; false for a named
+  // field, a conversion or format spec ({!r}, {:>4}), or too few arguments.
+  static bool expand_format_fields(std::string_view fmt, const std::vector<NameExpr>& args, NameExpr& out) {
+    std::string lit;
+    size_t next = 0;
+    for (size_t i = 0; i < fmt.size(); ++i) {
+      char ch = fmt[i];
+      if ((ch == '{' || ch == '}') && i + 1 < fmt.size() && fmt[i + 1] == ch) { lit += ch; ++i; continue; }
+      if (ch == '}') return false;
+      if (ch != '{') { lit += ch; continue; }
+      size_t close = fmt.find('}', i);
+      if (close == std::string_view::npos) return false;
+      std::string_view field = fmt.substr(i + 1, close - i - 1);
+      size_t index = next;
+      if (!field.empty()) {
+        index = 0;
+        for (char d : field) {
+          if (!std::isdigit(static_cast<unsigned char>(d))) return false;
+          index = index * 10 + static_cast<size_t>(d - '0');
+        }
+      } else {
+        ++next;
+      }
+      if (index >= args.size()) return false;
+      if (!lit.empty()) out.push_back({Piece::Lit, lit});
+      lit.clear();
+      out.insert(out.end(), args[index].begin(), args[index].end());
+      i = close;
+    }
+    if (!lit.empty()) out.push_back({Piece::Lit, lit});
+    return true;
+  }
+
+  // What the buffer `name` holds at `before`: the last format or copy into it, then what is
+  // appended after it (or its initializer, then the appends). False when nothing wrote it.
+  bool buffer_value(const std::string& name, int def, uint32_t before, NameExpr& out, int depth) const {
+    auto it = buffer_writes_.find({def, name});
+    if (it == buffer_writes_.end() || depth > 6) return false;
+    std::vector<size_t> chain;  // last write first
+    for (auto w = it->second.rbegin(); w != it->second.rend(); ++w) {
+      if (ts_node_start_byte(calls_[*w].node) >= before) continue;
+      // `p = "all_proxy";` after the write: the variable points elsewhere since
+      if (chain.empty() && assigned_between(name, ts_node_end_byte(calls_[*w].node), before)) return false;
+      chain.push_back(*w);
+      int source = 0;
+      if (buffer_write(last_component(text(calls_[*w].callee)), source) != Write::Append) break;
+    }
+    if (chain.empty()) return false;
+    NameExpr e;
+    int source = 0;
+    if (buffer_write(last_component(text(calls_[chain.back()].callee)), source) == Write::Append) {
+      auto l = locals_[def].find(name);
+      if (l == locals_[def].end()) return false;
+      e = l->second;
+    }
+    for (auto w = chain.rbegin(); w != chain.rend(); ++w) {
+      const CallNode& c = calls_[*w];
+      Write kind = buffer_write(last_component(text(c.callee)), source);
+      TSNode src = ts_node_named_child(c.args, static_cast<uint32_t>(source));
+      if (kind == Write::Format) {
+        NameExpr f;
+        eval(src, def, f, depth + 1);
+        std::string fmt;
+        if (!literal_text(f, fmt)) return false;
+        std::vector<NameExpr> args;
+        for (uint32_t k = static_cast<uint32_t>(source) + 1; k < ts_node_named_child_count(c.args) && args.size() < 16; ++k) {
+          args.emplace_back();
+          eval_arg(ts_node_named_child(c.args, k), def, args.back(), depth + 1);
+        }
+        e.clear();
+        if (!expand_printf(fmt, args, e)) return false;
+      } else {
+        if (kind == Write::Copy) e.clear();
+        eval(src, def, e, depth + 1);
+      }
+    }
+    out.insert(out.end(), e.begin(), e.end());
+    return true;
+  }
+
+  // Whether `name = ...` (not ==) appears in the text between `from` and `to`.
+  bool assigned_between(const std::string& name, uint32_t from, uint32_t to) const {
+    if (to <= from || to > src_.size()) return false;
+    std::string_view region = src_.substr(from, to - from);
+    for (size_t hit = region.find(name); hit != std::string_view::npos; hit = region.find(name, hit + 1)) {
+      size_t end = hit + name.size();
+      if ((hit > 0 && is_ident_char(region[hit - 1])) || (end < region.size() && is_ident_char(region[end]))) continue;
+      while (end < region.size() && std::isspace(static_cast<unsigned char>(region[end]))) ++end;
+      if (end < region.size() && region[end] == '=' && (end + 1 >= region.size() || region[end + 1] != '=')) return true;
+    }
+    return false;
   }
 
   // `name = ... "X" ...;` earlier in the function, when the initializer is split by
@@ -1000,8 +1245,11 @@ class FileScanner {
       eval(v.b, def, e);
       std::string name = lang_ == Lang::Python ? std::string(text(v.a)) : declared_name(v.a);
       if (name.empty()) continue;
-      // Python: of the calls assigned to a name, only name.upper() / name.lower() build a name
-      if (lang_ == Lang::Python && is(v.b, "call") && !is_case_change(e)) continue;
+      // Python: of the calls assigned to a name, only name.upper() / name.lower() and str.format
+      // build a name; C++: a string joined or converted (std::string("LIB_") + key) is one when
+      // every piece of it is known
+      if (lang_ == Lang::Python && is(v.b, "call") && !is_case_change(e) && !built_name(e)) continue;
+      if (lang_ == Lang::Cpp && (is(v.b, "binary_expression") || is(v.b, "call_expression")) && !built_name(e)) continue;
       if (def >= 0 && locals_[def].emplace(name, std::move(e)).second) local_ends_[def][name] = ts_node_end_byte(v.node);
       else out_.constants.push_back({name, std::move(e), {}});
     }
@@ -1775,6 +2023,8 @@ class FileScanner {
   Diagnostics& diags_;
   FileCode out_;
   std::vector<CallNode> calls_;
+  // per definition and variable: the calls that write a name into it, in source order
+  std::map<std::pair<int, std::string>, std::vector<size_t>> buffer_writes_;
   std::vector<FuncNode> funcs_, def_nodes_;
   std::vector<PairNode> consts_, vars_, pragmas_, loops_, subscripts_, tables_, binds_, records_, ranges_;
   std::map<int, std::set<std::string>> local_tables_;  // per definition: tables declared inside it

@@ -25,3 +25,7 @@
 ; std::vector<std::string> names{...}, EnumerationArray<Kind, const char*> names = {...}
 (declaration type: [(template_type) (qualified_identifier)]
   declarator: (init_declarator declarator: (identifier) @table.declarator value: (initializer_list) @table.value)) @table
+
+; variables initialised with a string built from others: std::string var = std::string("LIB_") + key;
+; auto v = std::string(name);
+(init_declarator declarator: (_) @var.declarator value: [(binary_expression) (call_expression)] @var.value) @var
