@@ -1266,3 +1266,62 @@ TEST(ExtractPatterns, PythonCallsReachTheirOwnModulesFunctionFirst) {
                                 "PKG_IMPORTED pkg/d.py:2 library"};
   EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
 }
+
+// Names built by formatting and joining strings: sprintf/snprintf into a buffer, strcpy then
+// strcat, a C++ std::string joined with `+`, and Python's `%` and str.format, through a
+// wrapper's parameter or with constants. A name formatted from run-time data (getpid()) or with
+// a conversion this cannot fill (%f, a named field) is no name, and the literal part alone is
+// never reported.
+TEST(ExtractPatterns, NamesBuiltByFormattingAndJoining) {
+  TempTree t;
+  t.write("src/env.cpp",
+          "#include <cstdio>\n"                                                      // 1
+          "#include <cstdlib>\n"                                                     // 2
+          "#include <cstring>\n"                                                     // 3
+          "#include <string>\n"                                                      // 4
+          "static const char* by_format(const char* key) {\n"                        // 5
+          "  char buf[64];\n"                                                        // 6
+          "  snprintf(buf, sizeof(buf), \"LIB_%s_THREADS\", key);\n"                 // 7
+          "  return getenv(buf);\n"                                                  // 8
+          "}\n"                                                                      // 9
+          "static const char* by_concat(const char* key) {\n"                        // 10
+          "  char name[64] = \"LIB_\";\n"                                            // 11
+          "  strcat(name, key);\n"                                                   // 12
+          "  return getenv(name);\n"                                                 // 13
+          "}\n"                                                                      // 14
+          "static const char* by_join(const std::string& key) {\n"                   // 15
+          "  std::string var = std::string(\"LIB_\") + key + \"_LEVEL\";\n"         // 16
+          "  return getenv(var.c_str());\n"                                          // 17
+          "}\n"                                                                      // 18
+          "int setup(int level) {\n"                                                 // 19
+          "  by_format(\"POOL\");\n"                                                 // 20
+          "  by_concat(\"SPIN\");\n"                                                 // 21
+          "  by_join(\"LOG\");\n"                                                    // 22
+          "  char buf[32];\n"                                                        // 23
+          "  sprintf(buf, \"LIB_DEVICE_%d\", 0);\n"                                  // 24
+          "  getenv(buf);\n"                                                         // 25
+          "  snprintf(buf, sizeof buf, \"LIB_PID_%d\", (int)getpid());\n"            // 26
+          "  getenv(buf);\n"                                                         // 27
+          "  snprintf(buf, sizeof buf, \"LIB_RATIO_%f\", 0.5);\n"                    // 28
+          "  getenv(buf);\n"                                                         // 29
+          "  return level;\n"                                                        // 30
+          "}\n");
+  t.write("pkg/conf.py",
+          "import os\n"                                                              // 1
+          "def knob(key):\n"                                                         // 2
+          "    return os.environ.get('PKG_%s' % key)\n"                              // 3
+          "def pair(a, b):\n"                                                        // 4
+          "    return os.getenv('PKG_{}_{}'.format(a, b))\n"                         // 5
+          "def named(key):\n"                                                        // 6
+          "    return os.getenv('PKG_{k}'.format(k=key))\n"                          // 7
+          "threads = knob('THREADS')\n"                                              // 8
+          "mode = pair('GPU', 'MODE')\n"                                             // 9
+          "x = named('NOT_A_NAME')\n"                                                // 10
+          "level = os.environ.get('PKG_%s_%d' % ('LEVEL', 2))\n");                   // 11
+  Facts f = run(t);
+  std::set<std::string> want = {"LIB_POOL_THREADS src/env.cpp:20 library", "LIB_SPIN src/env.cpp:21 library",
+                                "LIB_LOG_LEVEL src/env.cpp:22 library",  "LIB_DEVICE_0 src/env.cpp:25 library",
+                                "PKG_THREADS pkg/conf.py:8 library",     "PKG_GPU_MODE pkg/conf.py:9 library",
+                                "PKG_LEVEL_2 pkg/conf.py:11 library"};
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
+}
