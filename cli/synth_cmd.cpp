@@ -185,6 +185,7 @@ struct BenchArgs {
   std::string corpus = std::string(SYSPILOT_SOURCE_DIR) + "/corpus";
   int repeat = 20;
   bool agreement = false;
+  bool differences = false;
 };
 
 nlohmann::json corpus_sources(const std::string& corpus) {
@@ -237,6 +238,7 @@ void run_agreement(const BenchArgs& a, Context& ctx) {
     count("assumptions", reviewed.assumptions);
     count("signals", reviewed.signals);
     auto g = synth::agreement(drafted.contract, reviewed);
+    for (auto& line : g.differences) line = name + " " + line;
     total += g;
     std::cout << "| " << name << " | " << g.reviewed << " | " << pct(g.named, g.reviewed) << " | " << pct(g.type, g.named)
               << " | " << pct(g.domain, g.named) << " | " << pct(g.default_value, g.named) << " | "
@@ -255,6 +257,10 @@ void run_agreement(const BenchArgs& a, Context& ctx) {
     sep = ", ";
   }
   std::cout << "\n";
+  if (a.differences) {
+    std::cout << "\nWhere a drafted control differs from the reviewed one (" << g.differences.size() << "):\n";
+    for (auto& line : g.differences) std::cout << "  " << line << "\n";
+  }
   ctx.exit_code = kOk;
 }
 
@@ -350,6 +356,8 @@ CommandRegistration reg(30, [](CLI::App& app, Context& ctx) {
   bench->add_option("--repeat", b->repeat, "Syntheses per library")->capture_default_str();
   bench->add_flag("--agreement", b->agreement,
                   "Instead: the offline drafter's agreement with the reviewed contracts (type, domain, default, sets)");
+  bench->add_flag("--differences", b->differences,
+                  "With --agreement: list each field a drafted control gives otherwise than the reviewed one");
   bench->callback([b, &ctx] { run_bench(*b, ctx); });
 });
 

@@ -151,6 +151,9 @@ struct Agreement {
   int dropped = 0;  // drafted controls the reviewed contract does not keep
   int demands = 0, demands_same = 0;
   int provides = 0, provides_same = 0;
+  // One line per field a drafted control gives otherwise than the reviewed one:
+  // "CONTROL domain: drafted in [1, 64]; reviewed in [1, ncpus]".
+  std::vector<std::string> differences;
   Agreement& operator+=(const Agreement& o);
 };
 Agreement agreement(const lpcl::Contract& drafted, const lpcl::Contract& reviewed);
