@@ -22,6 +22,17 @@ lpcl::Contract parse_one(const std::string& text) {
   return doc.contracts.at(0);
 }
 
+// What `syspilot synth-bench ARGS` prints (stdout and stderr).
+std::string bench_output(const std::string& args) {
+  const std::string cmd = std::string(SYSPILOT_BINARY_DIR) + "/syspilot synth-bench " + args + " 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
+  std::string out;
+  if (!p) return out;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), p.get())) out.append(buf.data(), n);
+  return out;
+}
+
 TEST(Agreement, CountsEachFieldWhereDraftAndReviewDiffer) {
   auto drafted = parse_one(
       "contract x \"1\" {\n"
@@ -59,14 +70,65 @@ TEST(Agreement, CountsEachFieldWhereDraftAndReviewDiffer) {
   EXPECT_EQ(self.demands_same, 1);
 }
 
+// Each difference is listed with both values, one line per control and field.
+TEST(Agreement, ListsEachDifferenceWithBothValues) {
+  auto drafted = parse_one(
+      "contract x \"1\" {\n"
+      "  control A_THREADS : env int in [1, ncpus] default 4 sets cpu.threads;\n"
+      "  control A_POLICY : env string sets cpu.spin;\n"
+      "  control A_ARENAS : env int sets mem.arenas;\n"
+      "}\n");
+  auto reviewed = parse_one(
+      "contract x \"1\" {\n"
+      "  control A_THREADS : env int in [1, ncpus] default 1 sets cpu.threads;\n"
+      "  control A_POLICY : env enum{active, passive} sets cpu.spin, cpu.cores;\n"
+      "  control A_ARENAS : env int in [1, 64] sets mem.arenas;\n"
+      "}\n");
+  Agreement a = agreement(drafted, reviewed);
+  std::vector<std::string> want = {
+      "A_THREADS default: drafted 4; reviewed 1",
+      "A_POLICY type: drafted string; reviewed enum{active, passive}",
+      "A_POLICY sets: drafted cpu.spin; reviewed cpu.cores, cpu.spin",
+      "A_ARENAS domain: drafted none; reviewed in [1, 64]",
+  };
+  EXPECT_EQ(a.differences, want);
+  EXPECT_EQ(static_cast<int>(a.differences.size()), 4 * a.named - a.type - a.domain - a.default_value - a.sets);
+  EXPECT_TRUE(agreement(reviewed, reviewed).differences.empty());
+  Agreement sum;
+  sum += a;
+  sum += a;
+  EXPECT_EQ(sum.differences.size(), 8u);
+}
+
+// --differences lists, after the table, as many lines as the fields the table counts as differing.
+TEST(Agreement, BenchmarkListsTheDifferencesItCounts) {
+  const std::string out = bench_output("--agreement --differences");
+  ASSERT_FALSE(out.empty());
+  auto all = out.find("| all | ");
+  ASSERT_NE(all, std::string::npos) << out;
+  // | all | reviewed | named/x | type/named | domain/named | default/named | sets/named | ...
+  std::istringstream row(out.substr(all, out.find('\n', all) - all));
+  std::string cell;
+  std::vector<int> firsts;
+  while (std::getline(row, cell, '|'))
+    if (!cell.empty() && std::isdigit(static_cast<unsigned char>(cell[cell.find_first_not_of(' ')]))) firsts.push_back(std::stoi(cell));
+  ASSERT_GE(firsts.size(), 6u) << out;
+  const int named = firsts[1], agreeing = firsts[2] + firsts[3] + firsts[4] + firsts[5];
+  const std::string title = "Where a drafted control differs from the reviewed one (";
+  auto head = out.find(title);
+  ASSERT_NE(head, std::string::npos) << out;
+  EXPECT_EQ(std::stoi(out.substr(head + title.size())), 4 * named - agreeing) << out;
+  int lines = 0;
+  std::istringstream rest(out.substr(head));
+  std::string line;
+  while (std::getline(rest, line)) lines += line.rfind("  ", 0) == 0 && line.find(": drafted ") != std::string::npos;
+  EXPECT_EQ(lines, 4 * named - agreeing) << out;
+}
+
 // The benchmark prints one row per corpus library and a total whose counts add up.
 TEST(Agreement, BenchmarkCoversEveryCorpusLibrary) {
-  const std::string cmd = std::string(SYSPILOT_BINARY_DIR) + "/syspilot synth-bench --agreement 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
-  ASSERT_TRUE(p);
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), p.get())) out.append(buf.data(), n);
+  const std::string out = bench_output("--agreement");
+  ASSERT_FALSE(out.empty());
   std::ifstream in(std::string(SYSPILOT_SOURCE_DIR) + "/corpus/sources.json");
   auto sources = nlohmann::json::parse(in);
   int reviewed = 0, rows = 0;
