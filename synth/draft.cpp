@@ -5,6 +5,8 @@
 #include <cctype>
 #include <cstdlib>
 #include <map>
+#include <optional>
+#include <regex>
 
 #include "synth/draft.h"
 
@@ -294,6 +296,55 @@ bool pool_size_knob(const lpcl::Control& c) {
          n.find("DYNAMIC") == std::string::npos && n.find("NESTED") == std::string::npos;
 }
 
+// What documentation says of one variable in the clause it introduces ("NAME: 1 to 16 (default
+// 1; 2 on AWS)", "NAME=... 64, 128, 256 or 512"): its range or its values, its default, and
+// whether the threads it counts run on a GPU ("CUDA threads per block"). Only the clause right
+// after "NAME:" or "NAME=" up to the next variable's name counts, so a default stated for a
+// neighbour in the same sentence is not taken.
+struct DocSpec {
+  std::optional<long long> lo, hi, def;
+  std::vector<long long> values;
+  bool gpu_threads = false;
+};
+
+DocSpec doc_spec(const std::string& name, const std::string& sentence) {
+  DocSpec out;
+  for (size_t at = sentence.find(name); at != std::string::npos; at = sentence.find(name, at + 1)) {
+    if (at > 0 && (std::isalnum(static_cast<unsigned char>(sentence[at - 1])) || sentence[at - 1] == '_')) continue;
+    size_t i = at + name.size();
+    while (i < sentence.size() && (sentence[i] == '`' || sentence[i] == '*' || sentence[i] == ' ')) ++i;
+    if (i >= sentence.size() || (sentence[i] != ':' && sentence[i] != '=')) continue;
+    std::string clause = sentence.substr(i + 1);
+    // up to the next variable's name (an upper-case word with an underscore)
+    static const std::regex next_name(R"(\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b)");
+    std::smatch m;
+    if (std::regex_search(clause, m, next_name)) clause = clause.substr(0, static_cast<size_t>(m.position(0)));
+    if (clause.size() > 400) clause = clause.substr(0, 400);
+    static const std::regex set_re(R"(^\s*(-?\d+(?:\s*,\s*-?\d+)+)\s*,?\s*(?:or|and)\s*(-?\d+)\b)");
+    static const std::regex default_re(R"(\bdefault(?:s to|:| is| value is| value)?\s*(-?\d+)\b)", std::regex::icase);
+    if (std::regex_search(clause, m, set_re)) {
+      std::string list = m[1].str();
+      for (size_t p = 0; p < list.size();) {
+        size_t e = list.find(',', p);
+        out.values.push_back(std::atoll(list.substr(p, e == std::string::npos ? std::string::npos : e - p).c_str()));
+        if (e == std::string::npos) break;
+        p = e + 1;
+      }
+      out.values.push_back(std::atoll(m[2].str().c_str()));
+    } else if (auto range = stated_range(clause)) {
+      out.lo = range->first;
+      out.hi = range->second;
+    }
+    if (std::regex_search(clause, m, default_re)) out.def = std::atoll(m[1].str().c_str());
+    std::string low = clause;
+    for (auto& c : low) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (const char* w : {"gpu threads", "cuda threads", "threads per block", "threads per cuda block", "per cuda block"})
+      if (low.find(w) != std::string::npos) out.gpu_threads = true;
+    return out;
+  }
+  return out;
+}
+
 std::string trim_doc(std::string s) {
   for (char& c : s)
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
@@ -400,6 +451,7 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     std::string code_type, code_default, doc;
     bool in_code = false, in_binary = false, doc_runtime = false, doc_call = false, doc_environment = false;
     bool doc_flag = false;  // documented as a flag passed in a call's argument
+    DocSpec spec;           // range, values, default and GPU-side as the docs state them
   };
   struct OptionKnob {
     OptionKey key;
@@ -441,6 +493,10 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     k.doc_flag |= flag_sentence(d.name, d.sentence);
     k.doc_refs.push_back(fact_ref(d.file, d.line));
     if (k.doc.empty() && runtime) k.doc = trim_doc(d.sentence);
+    DocSpec spec = doc_spec(d.name, d.sentence);
+    if (!k.spec.lo && !k.spec.def && k.spec.values.empty()) k.spec.lo = spec.lo, k.spec.hi = spec.hi, k.spec.values = spec.values;
+    if (!k.spec.def) k.spec.def = spec.def;
+    k.spec.gpu_threads |= spec.gpu_threads;
   }
   for (auto& b : facts.binaries)
     for (auto& s : b.knob_strings) {
@@ -467,12 +523,26 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     ctl.name = name;
     ctl.how.kind = lpcl::ControlKind::Kind::Env;
     ctl.type = type_for(k.code_type, role ? &*role : nullptr, name);
-    if (role && !role->resource.empty()) ctl.sets.push_back(role->resource);
-    if (role && role->role == "threads" && ctl.type.kind == Type::Kind::Int) {
+    // threads the docs say run on a GPU (CUDA threads per block) are no CPU threads
+    const bool gpu_side = k.spec.gpu_threads && role && role->role == "threads";
+    if (role && !role->resource.empty() && !gpu_side) ctl.sets.push_back(role->resource);
+    if (role && role->role == "threads" && ctl.type.kind == Type::Kind::Int && !gpu_side) {
       ctl.domain.kind = lpcl::Domain::Kind::Range;
       ctl.domain.lo = int_expr(1);
       ctl.domain.hi = name_expr("ncpus");
     }
+    // the range or the values the docs give, on a number
+    if (ctl.type.kind == Type::Kind::Int && !k.spec.values.empty()) {
+      ctl.domain = {};
+      ctl.domain.kind = lpcl::Domain::Kind::Set;
+      for (long long v : k.spec.values) ctl.domain.values.push_back(int_expr(v));
+    } else if (ctl.type.kind == Type::Kind::Int && k.spec.lo) {
+      ctl.domain = {};
+      ctl.domain.kind = lpcl::Domain::Kind::Range;
+      ctl.domain.lo = int_expr(*k.spec.lo);
+      ctl.domain.hi = int_expr(*k.spec.hi);
+    }
+    if (k.code_default.empty() && k.spec.def && ctl.type.kind == Type::Kind::Int) k.code_default = std::to_string(*k.spec.def);
     if (!k.code_default.empty()) {
       Expr d = literal_expr(k.code_default, ctl.type);
       long long v = 0;
@@ -609,7 +679,13 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     return rank(a) != rank(b) ? rank(a) < rank(b) : a->name < b->name;
   });
   if (!chain.empty()) {
+    // with none of them set, the pool has the last one's stated default (NCCL's socket helper
+    // threads: 1), and the whole machine where none is stated
     Expr e = name_expr("ncpus");
+    long long last_default = 0;
+    if (chain.back()->default_value && chain.back()->default_value->kind == Expr::Kind::Int &&
+        parses_int(chain.back()->default_value->text, &last_default) && last_default >= 1)
+      e = int_expr(last_default);
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
       Expr b;
       b.kind = Expr::Kind::Binary;

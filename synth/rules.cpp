@@ -6,6 +6,7 @@
 
 #include "lpcl/lpcl.h"
 
+#include <cstdlib>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
@@ -151,6 +152,27 @@ bool is_query_function(const std::string& name, const std::string& signature, co
                                                "tells",   "checks", "whether",  "retrieves", "obtains"};
   auto words = lpcl::identifier_words(doc.substr(0, doc.find_first_of(" \t\n.,:;(")));
   return !words.empty() && asking.count(words.front()) > 0;
+}
+
+std::optional<std::pair<long long, long long>> stated_range(const std::string& sentence, std::string* said) {
+  auto number = [](const std::string& t) { return std::strtoll(t.c_str(), nullptr, 0); };
+  static const std::regex res[] = {
+      std::regex(R"(\bbetween\s+(-?\d+)\s+and\s+(-?\d+)\b)", std::regex::icase),
+      std::regex(R"(\bfrom\s+(-?\d+)\s+to\s+(-?\d+)\b)", std::regex::icase),
+      std::regex(R"((?:^|[^\w.])(-?\d+)\s+to\s+(-?\d+)\b)", std::regex::icase),
+      std::regex(R"(\[\s*(-?\d+)\s*,\s*(-?\d+)\s*\])"),
+      std::regex(R"(\brange\s*(?:of|is|:)?\s*(-?\d+)\s*(?:-|\.\.)\s*(-?\d+)\b)", std::regex::icase),
+      std::regex(R"(\bmin:?\s*(0x[0-9a-f]+|\d+)\s*,\s*max:?\s*(0x[0-9a-f]+|\d+))", std::regex::icase),
+  };
+  for (auto& re : res) {
+    std::smatch m;
+    if (!std::regex_search(sentence, m, re)) continue;
+    long long lo = number(m[1].str()), hi = number(m[2].str());
+    if (lo > hi) continue;
+    if (said) *said = "\"" + m[0].str() + "\"";
+    return std::make_pair(lo, hi);
+  }
+  return std::nullopt;
 }
 
 }  // namespace syspilot::synth

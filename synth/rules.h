@@ -3,6 +3,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace syspilot::synth {
 
@@ -35,5 +36,9 @@ bool is_query_function(const std::string& name, const std::string& signature, co
 
 // Roles completeness requires to be covered.
 bool resource_relevant(const std::string& role);
+
+// A range a sentence gives: "between 1 and 64", "from 1 to 64", "1 to 64", "[1, 64]",
+// "range 1-64", "(min: 0x1, max: 0xff)"; `said` gets the words that gave it.
+std::optional<std::pair<long long, long long>> stated_range(const std::string& sentence, std::string* said = nullptr);
 
 }  // namespace syspilot::synth

@@ -225,28 +225,6 @@ bool says_switch(const std::string& sentence, std::string* said) {
 
 long long number(const std::string& t) { return std::strtoll(t.c_str(), nullptr, 0); }
 
-// A range the sentence gives: "between 1 and 64", "from 1 to 64", "1 to 64", "[1, 64]",
-// "range 1-64", "(min: 0x1, max: 0xff)".
-std::optional<std::pair<long long, long long>> stated_range(const std::string& sentence, std::string* said) {
-  static const std::regex res[] = {
-      std::regex(R"(\bbetween\s+(-?\d+)\s+and\s+(-?\d+)\b)", std::regex::icase),
-      std::regex(R"(\bfrom\s+(-?\d+)\s+to\s+(-?\d+)\b)", std::regex::icase),
-      std::regex(R"((?:^|[^\w.])(-?\d+)\s+to\s+(-?\d+)\b)", std::regex::icase),
-      std::regex(R"(\[\s*(-?\d+)\s*,\s*(-?\d+)\s*\])"),
-      std::regex(R"(\brange\s*(?:of|is|:)?\s*(-?\d+)\s*(?:-|\.\.)\s*(-?\d+)\b)", std::regex::icase),
-      std::regex(R"(\bmin:?\s*(0x[0-9a-f]+|\d+)\s*,\s*max:?\s*(0x[0-9a-f]+|\d+))", std::regex::icase),
-  };
-  for (auto& re : res) {
-    std::smatch m;
-    if (!std::regex_search(sentence, m, re)) continue;
-    long long lo = number(m[1].str()), hi = number(m[2].str());
-    if (lo > hi) continue;
-    if (said) *said = "\"" + m[0].str() + "\"";
-    return std::make_pair(lo, hi);
-  }
-  return std::nullopt;
-}
-
 bool compatible_with_doc(lpcl::Type::Kind doc, lpcl::Type::Kind drafted) {
   using K = lpcl::Type::Kind;
   switch (doc) {

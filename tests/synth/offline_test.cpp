@@ -145,6 +145,60 @@ TEST(OfflineDrafter, EnvironmentControlsOnlyFromReadsNotFromProse) {
   EXPECT_EQ(api->how.params, "int n");
 }
 
+// Documentation alone (no code at hand): the clause after "NAME:" gives a control its range or
+// its values and its default; a default stated for a neighbour in the same sentence is not
+// taken; threads the clause puts on a GPU are no CPU threads; the pool demand ends in the last
+// control's stated default instead of the whole machine.
+TEST(OfflineDrafter, TheClauseAfterANameGivesItsRangeValuesAndDefault) {
+  extract::Facts f;
+  f.library = "gpx";
+  f.binaries.push_back({"/usr/lib/libgpx.so.2", "libgpx.so.2", {}, {}, {}, {}});
+  f.doc_mentions = {
+      mention("GPX_SOCKET_NTHREADS",
+              "## CPU-side threads - GPX_SOCKET_NTHREADS: 1 to 16 (default 2; 4 on big nodes); the number of CPU "
+              "helper threads per network connection.",
+              "gpx.md", 11),
+      mention("GPX_NSOCKS_PERTHREAD",
+              "- GPX_NSOCKS_PERTHREAD: the number of sockets each helper thread opens (default 3); "
+              "GPX_SOCKET_NTHREADS times GPX_NSOCKS_PERTHREAD must not exceed 64.",
+              "gpx.md", 12),
+      mention("GPX_SOCKET_NTHREADS",
+              "- GPX_NSOCKS_PERTHREAD: the number of sockets each helper thread opens (default 3); "
+              "GPX_SOCKET_NTHREADS times GPX_NSOCKS_PERTHREAD must not exceed 64.",
+              "gpx.md", 12),
+      mention("GPX_NTHREADS",
+              "## GPU-side resources - GPX_NTHREADS: 64, 128, 256 or 512; the number of CUDA threads per CUDA "
+              "block GPX launches (GPU threads, not CPU threads; default 512 on recent GPUs).",
+              "gpx.md", 16),
+  };
+  SynthOptions o;
+  o.library = "gpx";
+  o.version = "2";
+  auto c = draft_offline(f, o);
+  const std::string text = lpcl::format(c);
+  auto* cpu = c.find_control("GPX_SOCKET_NTHREADS");
+  ASSERT_NE(cpu, nullptr) << text;
+  EXPECT_EQ(cpu->domain.kind, lpcl::Domain::Kind::Range) << text;
+  ASSERT_TRUE(cpu->domain.lo && cpu->domain.hi) << text;
+  EXPECT_EQ(lpcl::format(*cpu->domain.lo) + ".." + lpcl::format(*cpu->domain.hi), "1..16") << text;
+  ASSERT_TRUE(cpu->default_value) << text;
+  EXPECT_EQ(lpcl::format(*cpu->default_value), "2") << "the neighbour's default 3 is not this control's\n" << text;
+  EXPECT_EQ(cpu->sets, std::vector<std::string>{"cpu.threads"}) << text;
+  auto* gpu = c.find_control("GPX_NTHREADS");
+  ASSERT_NE(gpu, nullptr) << text;
+  EXPECT_EQ(gpu->domain.kind, lpcl::Domain::Kind::Set) << text;
+  std::vector<std::string> values;
+  for (auto& v : gpu->domain.values) values.push_back(lpcl::format(v));
+  EXPECT_EQ(values, (std::vector<std::string>{"64", "128", "256", "512"})) << text;
+  ASSERT_TRUE(gpu->default_value) << text;
+  EXPECT_EQ(lpcl::format(*gpu->default_value), "512") << text;
+  EXPECT_TRUE(gpu->sets.empty()) << "CUDA threads per block are no CPU threads\n" << text;
+  EXPECT_TRUE(gpu->fallback_for.empty()) << text;
+  ASSERT_EQ(c.demands.size(), 1u) << text;
+  EXPECT_EQ(c.demands[0].resource, "cpu.threads");
+  EXPECT_EQ(lpcl::format(c.demands[0].value), "GPX_SOCKET_NTHREADS ?? 2") << text;
+}
+
 // Keys of carrier variables named in the documentation become option controls.
 TEST(OfflineDrafter, CarrierKeysFromTheDocumentationBecomeOptionControls) {
   extract::Facts f;
