@@ -377,9 +377,11 @@ std::string speedup_text(double speedup, double spread) {
 // Verification runs `--verify N` adds after the budget: N interleaved pairs and a warm-up of each.
 // The strategy `name` over `space`; an unknown name is a usage error.
 std::unique_ptr<Strategy> strategy_or_usage(const std::string& name, const Space& space, const std::vector<Guide>& gs,
-                                            const MachineFacts& machine, std::uint64_t seed) {
+                                            const MachineFacts& machine, std::uint64_t seed,
+                                            const std::vector<Hypothesis>& hs = {}) {
   StrategyContext ctx;
   ctx.guides = gs;
+  for (const auto& h : hs) ctx.hypothesised.insert(h.libraries.begin(), h.libraries.end());
   ctx.machine = machine;
   ctx.seed = seed;
   try {
@@ -691,6 +693,7 @@ int run_tune(TuneArgs a, Interruption* stop) {
   MachineFacts machine = MachineFacts::detect();
   Space space;
   std::vector<Guide> gs;
+  std::vector<Hypothesis> hypotheses;  // every verdict: which libraries the analysis looked at
   std::vector<Trial> resumed;
   std::vector<Trial> from_analysis;  // the analysis' runs, as syspilot's first trials
   int analysis_spent = 0;            // the analysis' other runs: charged, not trials
@@ -784,7 +787,7 @@ int run_tune(TuneArgs a, Interruption* stop) {
     ao.profile.run.timeout_s = a.timeout;
     // The analysis' runs are charged to syspilot's budget: its extra pairs (a probe too close
     // to a threshold to call) take at most half of it, leaving the rest to the search.
-    ao.profile.max_runs = a.budget / 2;
+    ao.profile.max_runs = analysis_run_cap(a.budget);
     ao.profile.progress = [](const std::string& line) { std::cerr << "tune: analysis " << printable(line) << "\n"; };
     const auto analysis_start = std::chrono::steady_clock::now();
     Analysis an = analyze(ao);
@@ -814,6 +817,7 @@ int run_tune(TuneArgs a, Interruption* stop) {
       if (d.code == "application-failed")
         throw AppFailed(d.message + "; tune needs a default run that works" + (d.hint.empty() ? "" : ": " + d.hint));
     gs = guides(an.hypotheses);
+    hypotheses = an.hypotheses;
     if (gs.empty() && a.space == "hypotheses") {
       auto unknown = guides(an.hypotheses, true);
       if (!unknown.empty()) {
@@ -928,7 +932,7 @@ int run_tune(TuneArgs a, Interruption* stop) {
     }
     if (stop) stop->session(id);
     std::cerr << "tune: session " << id << " in " << db << ", strategy " << name << "\n";
-    std::unique_ptr<Strategy> strategy = strategy_or_usage(name, space, gs, machine, a.seed);
+    std::unique_ptr<Strategy> strategy = strategy_or_usage(name, space, gs, machine, a.seed, hypotheses);
     TuneOptions to;
     to.budget = a.budget;
     to.parallel = a.parallel;

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -158,6 +159,9 @@ struct StrategyContext {
   MachineFacts machine;
   std::uint64_t seed = 1;
   double noise = 0.05;        // relative noise expected before any repeat is seen
+  // The libraries the analysis' hypotheses involved, whatever their verdicts (contract names,
+  // app-threads); empty when there was no analysis or it derived no hypothesis.
+  std::set<std::string> hypothesised;
 };
 
 class Strategy {
