@@ -371,6 +371,10 @@ struct Comparison {
 
 // Contract-derived guidance for the syspilot tuner on one scenario (from the analysis stage
 // when it is available), and the runs that analysis spent.
+// The analysis is drawn as `syspilot tune --budget 10` runs it: its extra pairs stop at
+// tuner::analysis_run_cap(10) runs. A stored draw records the cap it ran under.
+constexpr int kDrawBudget = 10;
+
 struct Guidance {
   std::vector<tuner::Guide> guides;
   int profiling_runs = 0;  // every run the analysis made (default and probes)
@@ -387,6 +391,7 @@ struct Guidance {
   // The hypotheses the analysis derived and those it confirmed (ids); an analysis stored before
   // they were recorded gives its guides' ids for both.
   std::vector<std::string> hypotheses, confirmed;
+  int max_runs = 0;  // the cap the analysis ran under (0: none, a draw stored before caps)
 };
 using GuidanceSource = std::function<Guidance(const Scenario&)>;
 // Every stored analysis draw of a scenario, first draw first (empty: none).

@@ -97,6 +97,7 @@ bool read_draw(const std::string& path, Guidance& g, Diagnostics& diags) {
     g.guides = tuner::guides_from_json(j.value("guides", nlohmann::json::array()).dump());
     g.profiling_runs = j.value("profiling_runs", 0);
     g.default_runs = std::min(g.profiling_runs, j.value("default_runs", 0));
+    g.max_runs = j.value("max_runs", 0);
     for (const auto& p : j.value("probes", nlohmann::json::array()))
       if (p.is_object() && p.value("env", nlohmann::json()).is_object())
         g.probes.push_back({p["env"].get<Config>(), p.value("runs", 0)});
@@ -126,6 +127,7 @@ void write_draw(const Scenario& s, const std::string& path, const Guidance& g,
   j["guides"] = nlohmann::json::parse(tuner::guides_to_json(g.guides));
   j["profiling_runs"] = g.profiling_runs;
   j["default_runs"] = g.default_runs;
+  j["max_runs"] = g.max_runs;
   j["probes"] = nlohmann::json::array();
   for (const auto& p : g.probes) j["probes"].push_back({{"env", p.env}, {"runs", p.runs}});
   j["hypotheses"] = nlohmann::json::array();
@@ -147,10 +149,18 @@ void write_draw(const Scenario& s, const std::string& path, const Guidance& g,
 bool analyse_live(const Scenario& s, Guidance& g, std::vector<std::pair<std::string, std::string>>& verdicts,
                   Diagnostics& diags);
 
+// Whether a stored draw ran more runs than the analysis may take now: one made without the cap
+// that the cap would have cut short.
+bool beyond_cap(const Guidance& g) {
+  int cap = tuner::analysis_run_cap(kDrawBudget);
+  return g.max_runs != cap && g.profiling_runs > cap;
+}
+
 // Draw k: the stored one unless `refresh`, else analysed now and stored.
 bool one_draw(const Scenario& s, int k, bool refresh, Guidance& g, Diagnostics& diags) {
   std::string path = draw_path(s, k);
-  if (!refresh && read_draw(path, g, diags)) return true;
+  // A draw made under another cap (or none) is drawn again where the cap could have stopped it.
+  if (!refresh && read_draw(path, g, diags) && !beyond_cap(g)) return true;
   g = Guidance{};
   std::vector<std::pair<std::string, std::string>> verdicts;
   if (!analyse_live(s, g, verdicts, diags)) return false;
@@ -176,6 +186,13 @@ std::vector<Guidance> analysis_draws(const Scenario& s, Diagnostics& diags) {
   for (int k = 1; k <= 1000; ++k) {
     Guidance g;
     if (!read_draw(draw_path(s, k), g, diags)) break;
+    if (beyond_cap(g))
+      diags.warning({draw_path(s, k), 0, 0},
+                    "this draw ran " + std::to_string(g.profiling_runs) + " profiling runs, more than the " +
+                        std::to_string(tuner::analysis_run_cap(kDrawBudget)) +
+                        " syspilot tune --budget " + std::to_string(kDrawBudget) +
+                        " allows; replayed as stored: draw again with --draw-analyses",
+                    "eval-draw-beyond-cap");
     keep_measured_values(s, g);
     describe_reuse(s, g);
     out.push_back(std::move(g));
@@ -209,7 +226,9 @@ bool analyse_live(const Scenario& s, Guidance& g, std::vector<std::pair<std::str
   opts.profile.run.env_set = env.set;
   opts.profile.run.env_unset = env.unset;
   opts.profile.run.timeout_s = s.timeout_s;
+  opts.profile.max_runs = tuner::analysis_run_cap(kDrawBudget);
   tuner::Analysis a = tuner::analyze(opts);
+  g.max_runs = opts.profile.max_runs;
   for (const auto& d : a.diagnostics.items())
     if (d.severity == Severity::Error) diags.add(d);
   g.profiling_runs = a.profile.runs();

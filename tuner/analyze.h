@@ -198,6 +198,11 @@ std::vector<Hypothesis> hypothesize(const Composition& c, Diagnostics& diags, co
 // ---------------------------------------------------------------------------------------
 // Profiling
 
+// The runs the analysis may take out of a tuning budget (ProfileOptions::max_runs): half of
+// it, so that the search keeps the other half. `syspilot tune` and the evaluation's analysis
+// draws both use it.
+inline int analysis_run_cap(int budget) { return budget / 2; }
+
 struct ProfileOptions {
   RunSpec run;               // argv, env, timeout; sampling settings
   bool probes = true;        // one probing run per distinct probe environment
