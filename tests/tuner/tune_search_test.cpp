@@ -357,6 +357,84 @@ TEST(TuneStrategy, RemediesThatEachHelpedAreTriedTogether) {
   EXPECT_EQ(r.trials[r.best].config, both);
 }
 
+// Where the analysis derived hypotheses and confirmed none, the controls of the libraries no
+// hypothesis involved come first, one value at a time from the incumbent, before any sampling;
+// with no hypothesis at all, or with a guide, the search is as before.
+TEST(TuneStrategy, ControlsNoHypothesisInvolvedAreScreenedFirstWhenNoneIsConfirmed) {
+  // The application's own pool (JOBS) is what matters; the libraries' controls do not.
+  struct OwnPool : Objective {
+    Measurement evaluate(const Config& c) override {
+      auto it = c.find("JOBS");
+      Measurement m;
+      m.ok = true;
+      m.repeats = 1;
+      m.value = it != c.end() && it->second == "1" ? 0.5 : it != c.end() && it->second == "8" ? 1.4 : 1.0;
+      m.samples = {m.value};
+      return m;
+    }
+  };
+  Space s;
+  s.params = {param("OMP_NUM_THREADS", {"1", "2", "4"}, "4"), param("OPENBLAS_NUM_THREADS", {"1", "2", "4"}, "4"),
+              param("OMP_WAIT_POLICY", {"active", "passive"}, "active", false), param("JOBS", {"1", "4", "8"}, "4")};
+  s.params[0].library = s.params[2].library = "libgomp";
+  s.params[1].library = "openblas_pthread";
+  s.params[3].library = "user";
+  auto first_two = [&](const StrategyContext& ctx, std::uint64_t seed) {
+    StrategyContext c = ctx;
+    c.machine = four_cores();
+    c.seed = seed;
+    auto st = make_strategy("syspilot", s, c);
+    OwnPool obj;
+    TuneOptions o;
+    o.budget = 3;  // the reference and two proposals
+    o.max_repeats = 1;
+    TuneResult r = tune(*st, obj, o);
+    std::vector<Config> out;
+    for (const auto& t : r.trials)
+      if (!t.config.empty()) out.push_back(t.config);
+    return out;
+  };
+  StrategyContext refuted;
+  refuted.hypothesised = {"libgomp", "openblas_pthread"};
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    auto order = first_two(refuted, seed);
+    ASSERT_EQ(order.size(), 2u);
+    std::set<Config> got(order.begin(), order.end());
+    EXPECT_EQ(got, (std::set<Config>{{{"JOBS", "1"}}, {{"JOBS", "8"}}})) << "seed " << seed;
+  }
+  // Without hypotheses the first proposals sample the whole space: some seed moves a library's
+  // control first.
+  bool other = false;
+  for (std::uint64_t seed = 1; seed <= 5 && !other; ++seed)
+    for (const auto& c : first_two(StrategyContext{}, seed)) other |= !(c.size() == 1 && c.count("JOBS"));
+  EXPECT_TRUE(other) << "a search without hypotheses screened JOBS first on every seed";
+  // With a confirmed hypothesis its guide leads.
+  Guide g;
+  g.id = "corun_oversubscription:libgomp>openblas_pthread";
+  g.kind = "corun_oversubscription";
+  g.controls = {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"};
+  g.remedies = {{{"OMP_NUM_THREADS", "1"}}};
+  StrategyContext guided = refuted;
+  guided.guides = {g};
+  auto order = first_two(guided, 1);
+  ASSERT_FALSE(order.empty());
+  EXPECT_FALSE(order.front().count("JOBS")) << "a guided search screened JOBS before its guide";
+  EXPECT_TRUE(order.front().count("OMP_NUM_THREADS") || order.front().count("OPENBLAS_NUM_THREADS"));
+  // The screen moves from the incumbent: once JOBS=1 leads, the rest of JOBS is tried from there
+  // and then the search goes on over the whole space.
+  StrategyContext c = refuted;
+  c.machine = four_cores();
+  auto st = make_strategy("syspilot", s, c);
+  OwnPool obj;
+  TuneOptions o;
+  o.budget = 8;
+  o.max_repeats = 1;
+  TuneResult r = tune(*st, obj, o);
+  ASSERT_GE(r.best, 0);
+  EXPECT_EQ(r.trials[r.best].config.at("JOBS"), "1");
+  EXPECT_EQ(r.runs, 8);
+}
+
 TEST(TuneStrategy, BaselinesCoverTheSpaceAndRespectBudget) {
   Space s = landscape_space();
   StrategyContext ctx;
