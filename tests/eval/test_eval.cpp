@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "eval/eval.h"
+#include "tuner/analyze.h"
 #include "tuner/measure.h"
 
 namespace fs = std::filesystem;
@@ -918,6 +919,50 @@ TEST(Replay, ATableFromAnotherCpuCountIsReplayedOnlyAsMeasured) {
   EXPECT_EQ(WEXITSTATUS(std::system((base + " --replay --as-measured >/dev/null 2>&1").c_str())), 0);
   EXPECT_EQ(WEXITSTATUS(std::system((base + " --measure >/dev/null 2>&1").c_str())), 2);
   EXPECT_EQ(WEXITSTATUS(std::system((base + " --live --as-measured >/dev/null 2>&1").c_str())), 2);
+}
+
+// The analysis is drawn as `syspilot tune --budget 10` runs it: a draw records the cap it ran
+// under. One stored without a cap that ran past it is reported when replayed (the cap would have
+// cut it short); one made under the cap is not, even where its first pass alone ran past it.
+// Every committed draw was made under the cap.
+TEST(Guidance, DrawsBeyondTunesAnalysisCapAreReported) {
+  const Scenario& s = scenario("gomp_spin_beside_tbb");
+  fs::path dir = fs::temp_directory_path() / ("syspilot-cap-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const int cap = tuner::analysis_run_cap(kDrawBudget);
+  ASSERT_EQ(cap, 5);
+  std::ofstream(dir / "gomp_spin_beside_tbb.analysis.json")
+      << R"({"profiling_runs": 8, "default_runs": 3, "guides": [], "hypotheses": []})";
+  std::ofstream(dir / "gomp_spin_beside_tbb.analysis-2.json")
+      << R"({"profiling_runs": 6, "default_runs": 1, "max_runs": 5, "guides": [], "hypotheses": []})";
+  std::ofstream(dir / "gomp_spin_beside_tbb.analysis-3.json")
+      << R"({"profiling_runs": 4, "default_runs": 1, "guides": [], "hypotheses": []})";
+  const char* old = std::getenv("SYSPILOT_EVAL_DATA");
+  std::string saved = old ? old : "";
+  ::setenv("SYSPILOT_EVAL_DATA", dir.c_str(), 1);
+  Diagnostics d;
+  auto draws = analysis_draws(s, d);
+  old ? (void)::setenv("SYSPILOT_EVAL_DATA", saved.c_str(), 1) : (void)::unsetenv("SYSPILOT_EVAL_DATA");
+  fs::remove_all(dir);
+  ASSERT_EQ(draws.size(), 3u);
+  EXPECT_EQ(draws[0].max_runs, 0);
+  EXPECT_EQ(draws[1].max_runs, 5);
+  int reported = 0;
+  for (const auto& item : d.items()) {
+    if (item.code != "eval-draw-beyond-cap") continue;
+    ++reported;
+    EXPECT_NE(item.loc.file.find("gomp_spin_beside_tbb.analysis.json"), std::string::npos) << item.loc.file;
+    EXPECT_NE(item.message.find("8 profiling runs"), std::string::npos) << item.message;
+  }
+  EXPECT_EQ(reported, 1) << d.str();
+
+  for (const auto& sc : scenarios()) {
+    Diagnostics committed;
+    auto stored = analysis_draws(sc, committed);
+    for (const auto& item : committed.items()) EXPECT_NE(item.code, "eval-draw-beyond-cap") << item.str();
+    for (const auto& g : stored) EXPECT_EQ(g.max_runs, cap) << sc.name;
+  }
 }
 
 // Stored analysis draws are replayed in turn: seed k with draw (k - 1) mod n, each with its own
