@@ -378,10 +378,10 @@ std::string speedup_text(double speedup, double spread) {
 // The strategy `name` over `space`; an unknown name is a usage error.
 std::unique_ptr<Strategy> strategy_or_usage(const std::string& name, const Space& space, const std::vector<Guide>& gs,
                                             const MachineFacts& machine, std::uint64_t seed,
-                                            const std::vector<Hypothesis>& hs = {}) {
+                                            const std::set<std::string>& hypothesised = {}) {
   StrategyContext ctx;
   ctx.guides = gs;
-  for (const auto& h : hs) ctx.hypothesised.insert(h.libraries.begin(), h.libraries.end());
+  ctx.hypothesised = hypothesised;
   ctx.machine = machine;
   ctx.seed = seed;
   try {
@@ -693,7 +693,7 @@ int run_tune(TuneArgs a, Interruption* stop) {
   MachineFacts machine = MachineFacts::detect();
   Space space;
   std::vector<Guide> gs;
-  std::vector<Hypothesis> hypotheses;  // every verdict: which libraries the analysis looked at
+  std::set<std::string> hypothesised;  // the libraries the analysis' hypotheses involved, every verdict
   std::vector<Trial> resumed;
   std::vector<Trial> from_analysis;  // the analysis' runs, as syspilot's first trials
   int analysis_spent = 0;            // the analysis' other runs: charged, not trials
@@ -817,7 +817,7 @@ int run_tune(TuneArgs a, Interruption* stop) {
       if (d.code == "application-failed")
         throw AppFailed(d.message + "; tune needs a default run that works" + (d.hint.empty() ? "" : ": " + d.hint));
     gs = guides(an.hypotheses);
-    hypotheses = an.hypotheses;
+    for (const auto& h : an.hypotheses) hypothesised.insert(h.libraries.begin(), h.libraries.end());
     if (gs.empty() && a.space == "hypotheses") {
       auto unknown = guides(an.hypotheses, true);
       if (!unknown.empty()) {
@@ -932,7 +932,7 @@ int run_tune(TuneArgs a, Interruption* stop) {
     }
     if (stop) stop->session(id);
     std::cerr << "tune: session " << id << " in " << db << ", strategy " << name << "\n";
-    std::unique_ptr<Strategy> strategy = strategy_or_usage(name, space, gs, machine, a.seed, hypotheses);
+    std::unique_ptr<Strategy> strategy = strategy_or_usage(name, space, gs, machine, a.seed, hypothesised);
     TuneOptions to;
     to.budget = a.budget;
     to.parallel = a.parallel;

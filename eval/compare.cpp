@@ -47,15 +47,8 @@ Session run_session(const Scenario& s, const Table* table, const std::string& tu
   ctx.machine.ncpus = ctx.machine.ncores = s.ncpus > 0 ? s.ncpus : ctx.machine.ncpus;  // what the space was built for
   if (tuner_name == "syspilot" && guidance) {
     ctx.guides = guidance->guides;
-    // A hypothesis id names its libraries: kind:a>b (or kind:a).
-    for (const auto& id : guidance->hypotheses) {
-      std::string libs = id.substr(id.find(':') + 1);
-      for (size_t at = 0; at <= libs.size();) {
-        size_t end = std::min(libs.find('>', at), libs.size());
-        if (end > at) ctx.hypothesised.insert(libs.substr(at, end - at));
-        at = end + 1;
-      }
-    }
+    for (const auto& id : guidance->hypotheses)
+      for (auto& lib : tuner::libraries_of_id(id)) ctx.hypothesised.insert(std::move(lib));
     out.profiling_runs = guidance->profiling_runs;
   }
   auto start = std::chrono::steady_clock::now();

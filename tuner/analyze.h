@@ -3,6 +3,7 @@
 // refutes each. `syspilot analyze`, `syspilot tune` and POST /v1/compose call these.
 #pragma once
 #include <nlohmann/json_fwd.hpp>
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
@@ -191,6 +192,19 @@ struct Hypothesis {
   std::vector<Evidence> evidence;
   std::string reason;                    // one line: what decided the verdict
 };
+
+// The libraries a hypothesis id names, in order: "kind:a>b" gives {a, b} (Hypothesis::libraries,
+// for an id kept without them, as the evaluation's stored draws keep it).
+inline std::vector<std::string> libraries_of_id(const std::string& id) {
+  std::vector<std::string> out;
+  std::string libs = id.substr(id.find(':') + 1);
+  for (size_t at = 0; at <= libs.size();) {
+    size_t end = std::min(libs.find('>', at), libs.size());
+    if (end > at) out.push_back(libs.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
 
 // Applies every rule in `rules_dir` (empty: $SYSPILOT_RULES_DIR or the built-in tuner/rules/).
 std::vector<Hypothesis> hypothesize(const Composition& c, Diagnostics& diags, const std::string& rules_dir = {});
