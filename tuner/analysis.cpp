@@ -247,7 +247,9 @@ std::string to_text(const Analysis& a) {
   if (!c.interpreter.empty()) os << "  a script, run by " << c.interpreter << "\n";
   for (auto& p : c.process_controls)
     os << "  process count: " << p.name << (p.fallback.empty() ? "" : " (default " + p.fallback + ")") << ", "
-       << p.tool << " " << p.option << " at " << p.where << "\n";
+       << (p.option.empty() ? "an argument of " + p.tool + " (a candidate: the command does not say what it counts)"
+                            : p.tool + " " + p.option)
+       << " at " << p.where << "\n";
   os << "\n";
   os << "Libraries:\n";
   for (auto& l : c.libraries) {

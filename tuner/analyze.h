@@ -41,7 +41,7 @@ struct Library {
 struct ProcessControl {
   std::string name;      // NPROC
   std::string fallback;  // the value used while NAME is unset ("" when the text gives none)
-  std::string option;    // -P
+  std::string option;    // -P; "" for a placeholder passed to a program (a candidate count)
   std::string tool;      // xargs
   std::string where;     // "argv" or "script.sh:12"
 };

@@ -204,22 +204,65 @@ std::vector<Launcher> load_launchers(const std::string& rules_dir, Diagnostics& 
   return out;
 }
 
+// A placeholder the command passes to a program that is no launcher (`main.py 6000 {NJOBS:-2}`,
+// `--jobs={N}`): a count the user has made a control of, whose meaning the command does not
+// say. With a number or nothing as its default it is a candidate process count, looked for only
+// where no launcher's option names one. Our placeholders only: `$NAME` in a script is any
+// shell variable; and nothing a launcher is given (`xargs -n {N}` is not its process count).
+bool is_launcher(const std::string& program, const std::vector<Launcher>& launchers) {
+  for (auto& l : launchers) {
+    if (l.tools == "*") continue;
+    std::istringstream alts(l.tools);
+    for (std::string g; std::getline(alts, g, '|');)
+      if (!g.empty() && ::fnmatch(g.c_str(), program.c_str(), 0) == 0) return true;
+  }
+  return false;
+}
+
+void scan_arguments(const std::vector<std::string>& tokens, const std::vector<Launcher>& launchers,
+                    std::vector<ProcessControl>& out) {
+  std::string program;
+  for (const auto& t : tokens) {
+    if (is_separator(t)) {
+      program.clear();
+      continue;
+    }
+    std::string name, fallback, value = t.substr(t.find('=') == std::string::npos ? 0 : t.find('=') + 1);
+    bool literal = false;
+    if (value.empty() || value.front() != '{' || !control_value(value, name, fallback, literal)) {
+      bool prefix = t == "exec" || t == "env" || t == "nice" || t == "time" || t.find('=') != std::string::npos;
+      if (program.empty() && !prefix) program = fs::path(t).filename().string();
+      continue;
+    }
+    if (program.empty() || is_launcher(program, launchers)) continue;
+    bool count = std::all_of(fallback.begin(), fallback.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    bool have = std::any_of(out.begin(), out.end(), [&](const ProcessControl& c) { return c.name == name; });
+    if (count && !have) out.push_back({name, fallback, "", program, "argv"});
+  }
+}
+
 std::vector<ProcessControl> find_process_controls(const std::vector<std::string>& args,
                                                   const std::vector<std::pair<std::string, std::string>>& scripts,
                                                   const std::vector<Launcher>& launchers, std::vector<std::string>* fixed) {
   std::vector<ProcessControl> out;
   if (launchers.empty()) return out;
-  std::vector<std::string> tokens;
+  std::vector<std::string> tokens, arguments;
   for (auto& a : args) {
     if (a.find_first_of(" \t\n") != std::string::npos) {
       scan_text(a, "argv", false, launchers, out, fixed);  // `sh -c '...'`: script text
       tokens.push_back("|");                                 // and not one token of the command
+      auto w = words(a);
+      arguments.push_back("|");
+      arguments.insert(arguments.end(), w.begin(), w.end());
+      arguments.push_back("|");
       continue;
     }
     tokens.push_back(a);
+    arguments.push_back(a);
   }
   scan_tokens(tokens, "argv", launchers, out, fixed);
   for (auto& [path, text] : scripts) scan_text(text, path, true, launchers, out, fixed);
+  if (out.empty()) scan_arguments(arguments, launchers, out);
   return out;
 }
 
