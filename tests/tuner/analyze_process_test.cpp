@@ -300,7 +300,9 @@ TEST(Processes, ProcessControlsFromArgumentsAndScripts) {
   pcs = one({"/bin/sh", "-c", "ls *.png | xargs -P $WORKERS -n 1 convert"});
   ASSERT_EQ(pcs.size(), 1u);
   EXPECT_EQ(pcs[0].name, "WORKERS");
-  EXPECT_TRUE(one({"awk", "{print}", "-P", "{X}"}).empty());           // awk is no launcher
+  pcs = one({"awk", "{print}", "-P", "{X}"});  // awk is no launcher: X is only a candidate count
+  ASSERT_EQ(pcs.size(), 1u);
+  EXPECT_EQ(pcs[0].option, "");
   EXPECT_TRUE(one({"make", "-j{jobs}"}).empty());                      // not a placeholder we replace
   pcs = one({"bash", "batch.sh"}, "#!/bin/bash\n# xargs -P $COMMENTED\nfind . -name '*.png' -print0 |\n"
                                   "  xargs -0 \\\n    -P \"${NPROC:-4}\" -n 1 convert\nmake --jobs=${J-2}\n");
@@ -315,6 +317,39 @@ TEST(Processes, ProcessControlsFromArgumentsAndScripts) {
   EXPECT_TRUE(find_process_controls({"sh", "b.sh"}, scripts, launchers, &fixed).empty());
   ASSERT_EQ(fixed.size(), 1u);
   EXPECT_EQ(fixed[0], "b.sh:1: xargs -P 2");
+}
+
+// Where no launcher names a count, a placeholder passed to a program that is no launcher, with a
+// number or nothing as its default, is the candidate process count (the program's own pool);
+// never one a launcher is given, one with a word as its default, or the shell's own ${...}.
+TEST(Processes, PlaceholderPassedToAProgramIsTheCandidateCount) {
+  Diagnostics d;
+  auto launchers = compose_detail::load_launchers({}, d);
+  ASSERT_FALSE(launchers.empty()) << "tuner/rules/launchers.json";
+  auto one = [&](const std::vector<std::string>& args) {
+    return compose_detail::find_process_controls(args, {}, launchers);
+  };
+  auto pcs = one({"/bin/sh", "-c", "exec /usr/bin/python3 fit.py 6000 {NJOBS:-2}"});
+  ASSERT_EQ(pcs.size(), 1u);
+  EXPECT_EQ(pcs[0].name, "NJOBS");
+  EXPECT_EQ(pcs[0].fallback, "2");
+  EXPECT_EQ(pcs[0].option, "");  // a candidate: the command does not say what it counts
+  EXPECT_EQ(pcs[0].tool, "python3");
+  EXPECT_EQ(pcs[0].where, "argv");
+  pcs = one({"OMP_NUM_THREADS=1", "python3", "fit.py", "--jobs={N}", "{WORKERS:-4}"});
+  ASSERT_EQ(pcs.size(), 2u);  // both, in the order written; the first is the hypotheses'
+  EXPECT_EQ(pcs[0].name, "N");
+  EXPECT_EQ(pcs[0].fallback, "");
+  EXPECT_EQ(pcs[1].name, "WORKERS");
+  // A launcher's count comes first and alone: SIZE is not looked at.
+  pcs = one({"xargs", "-a", "list", "-P", "{NPROC:-2}", "prog", "{SIZE:-9}"});
+  ASSERT_EQ(pcs.size(), 1u);
+  EXPECT_EQ(pcs[0].name, "NPROC");
+  EXPECT_EQ(pcs[0].option, "-P");
+  EXPECT_TRUE(one({"xargs", "-P", "2", "-n", "{N:-1}", "prog"}).empty());  // given to a launcher
+  EXPECT_TRUE(one({"python3", "fit.py", "{MODE:-fast}"}).empty());          // a word, not a count
+  EXPECT_TRUE(one({"sh", "-c", "python3 fit.py ${JOBS:-2}"}).empty());      // the shell's variable
+  EXPECT_TRUE(one({"python3", "fit.py", "{jobs}"}).empty());                // not our placeholder
 }
 
 // A script is composed from its #! interpreter (env looks it up on PATH) instead of refused;
