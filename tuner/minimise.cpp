@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <sstream>
 
 #include "tuner/measure.h"
@@ -106,9 +107,25 @@ Minimised minimise(Objective& objective, const Space& space, const Config& best,
   for (const auto& n : order)
     if (!is_named(n)) unnamed.push_back(n);
   if (unnamed.size() >= 2 && unnamed.size() < order.size()) check(unnamed);
-  for (const auto& n : order) {
-    if (out.capped) break;
-    if (out.config.count(n)) check({n});
+  // Then the controls still set, least important first, in chunks that halve (delta
+  // debugging): a best found by sampling sets every control, most of them to values that make
+  // no difference, and one check clears a chunk of them; once no chunk of a size can go, the
+  // size halves, down to each control alone. A set already tried is not tried again.
+  std::set<std::vector<std::string>> tried;
+  auto left = [&] {
+    std::vector<std::string> l;
+    for (const auto& n : order)
+      if (out.config.count(n)) l.push_back(n);
+    return l;
+  };
+  for (size_t chunk = (left().size() + 1) / 2; chunk >= 1 && !out.capped; chunk = chunk == 1 ? 0 : (chunk + 1) / 2) {
+    std::vector<std::string> l = left();
+    if (chunk >= l.size() && chunk > 1) continue;  // the whole rest is the default: never a candidate
+    for (size_t i = 0; i < l.size() && !out.capped; i += chunk) {
+      std::vector<std::string> drop(l.begin() + i, l.begin() + std::min(l.size(), i + chunk));
+      if (!tried.insert(drop).second) continue;
+      check(drop);
+    }
   }
   return out;
 }

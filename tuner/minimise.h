@@ -30,8 +30,9 @@ struct Minimised {
 };
 
 // Greedy, one check at a time against the configuration kept so far: first every control no
-// hypothesis names at once (when some are named and two or more are not), then each control
-// alone, least important first. A control is dropped when the configuration without it
+// hypothesis names at once (when some are named and two or more are not), then the controls
+// still set, least important first, in chunks of half of them, then of a quarter, ..., then
+// each alone (delta debugging: one check clears a chunk of controls that make no difference). A control is dropped when the configuration without it
 // re-measures (interleaved pairs against the full best, so that small losses do not add up) at
 // no less than 1 - max(noise, the pairs' spread, 5%) of the full best's speed. The default configuration (every control dropped) is never a
 // candidate: the verdict already measured the best against it.
