@@ -6,6 +6,8 @@
 #include <cstring>
 #include <functional>
 #include <regex>
+#include <string>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -521,6 +523,66 @@ bool is_query_name(std::string_view name) {
     if (w.size() > 3 && w.rfind("get", 0) == 0 && std::isalpha(static_cast<unsigned char>(w[3]))) return true;
   }
   return false;
+}
+
+// A name that says the call acts: it changes a setting or a state, whatever it returns.
+static bool acting_name(const std::string& name) {
+  static const std::set<std::string> verbs = {
+      "set",     "init",   "initialize", "initialise", "enable",   "disable", "start",    "stop",
+      "pause",   "resume", "reset",      "bind",       "unbind",   "pin",     "unpin",    "allow",
+      "configure", "attach", "detach",   "create",     "destroy",  "free",    "release",  "terminate",
+      "shutdown", "finalize", "finalise", "acquire",   "lock",     "unlock",  "spawn",    "launch"};
+  for (const auto& w : identifier_words(name))
+    if (verbs.count(w)) return true;
+  return false;
+}
+
+// The parameter list of a declaration's signature and what precedes the name: "int f(void)"
+// gives {"int", ""}; false when the signature has no parameter list.
+static bool split_signature(const std::string& sig, const std::string& name, std::string& ret, std::string& params) {
+  auto open = sig.find('(');
+  auto close = sig.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close < open) return false;
+  params = sig.substr(open + 1, close - open - 1);
+  std::string head = sig.substr(0, open);
+  // The function's own name ends the head: "unsigned int server::default_concurrency".
+  std::string local = name.substr(name.rfind(':') == std::string::npos ? 0 : name.rfind(':') + 1);
+  auto at = head.rfind(local);
+  if (!local.empty() && at != std::string::npos) head = head.substr(0, at);
+  auto trim = [](std::string s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+    size_t b = 0;
+    while (b < s.size() && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+    return s.substr(b);
+  };
+  params = trim(params);
+  ret = trim(head);
+  // A qualified name's class part ("server::") is not the return type.
+  while (ret.size() >= 2 && ret.compare(ret.size() - 2, 2, "::") == 0) {
+    ret = trim(ret.substr(0, ret.size() - 2));
+    auto sp = ret.find_last_of(" \t*&");
+    ret = sp == std::string::npos ? "" : trim(ret.substr(0, sp + 1));
+  }
+  return true;
+}
+
+bool is_query_function(const std::string& name, const std::string& signature, const std::string& doc) {
+  if (is_query_name(name)) return true;
+  if (acting_name(name)) return false;
+  std::string ret, params;
+  if (split_signature(signature, name, ret, params)) {
+    bool no_params = params.empty() || params == "void";
+    // "HWLOC_DECLSPEC void": the last word of what precedes the name is the return type.
+    auto last = ret.find_last_of(" \t");
+    std::string type = last == std::string::npos ? ret : ret.substr(last + 1);
+    // A constructor (nothing before its name) or a function returning nothing acts by being called.
+    if (no_params && !type.empty() && type != "void") return true;
+  }
+  // "Returns the number of threads ...", "Reports active parallelism level ...".
+  static const std::set<std::string> asking = {"returns", "return", "gets",     "queries",   "query",  "reports",
+                                               "tells",   "checks", "whether",  "retrieves", "obtains"};
+  auto words = identifier_words(doc.substr(0, doc.find_first_of(" \t\n.,:;(")));
+  return !words.empty() && asking.count(words.front()) > 0;
 }
 
 bool is_query(const Control& c) { return c.how.kind == ControlKind::Kind::Api && is_query_name(c.name); }

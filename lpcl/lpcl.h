@@ -54,6 +54,14 @@ const std::vector<std::string>& metrics();    // known signal metrics (others ar
 // setting, so a query is never a control that sets a resource: the checker warns when one claims
 // to, the offline drafter never drafts one, and the tuner never searches one.
 bool is_query_name(std::string_view function_name);
+// A declared function that reads a setting rather than taking one, so that it is no control
+// (the extractor's API controls leave it out; no control is drafted from it): by its name
+// (is_query_name: omp_get_num_threads, openblas_getaffinity), by its signature (no parameter and
+// a returned value: fftw_planner_nthreads(), task_arena::max_concurrency() const) or by the
+// first word of its documentation ("Returns the maximal parallelism level ..."), unless its
+// name says it acts (set, init, enable, pause, bind, ...: fftw_init_threads() returns a status,
+// not a setting).
+bool is_query_function(const std::string& name, const std::string& signature, const std::string& doc);
 // The lower-cased words of an identifier, split at non-alphanumerics and at lower-to-upper case
 // changes: "omp_get_numThreads" gives omp, get, num, threads.
 std::vector<std::string> identifier_words(std::string_view name);

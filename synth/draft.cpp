@@ -598,7 +598,7 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     const std::string name = lpcl_name(a.name);
     if (!role || name.empty() || c.find_control(name)) continue;
     if (function_like_macro(a)) continue;  // a per-call flag, not a setting
-    if (is_query_function(a.name, a.signature, a.doc)) continue;  // omp_get_num_threads reads the setting, takes none
+    if (lpcl::is_query_function(a.name, a.signature, a.doc)) continue;  // omp_get_num_threads reads the setting, takes none
     lpcl::Control ctl;
     ctl.name = name;
     ctl.how.kind = lpcl::ControlKind::Kind::Api;

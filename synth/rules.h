@@ -26,14 +26,6 @@ struct OptionKey {
 // The carrier option a documented name is a key of, by the `option` lines of knob_rules.txt.
 std::optional<OptionKey> option_key(const std::string& documented_name);
 
-// A declared function that reads a setting rather than taking one, so that no control is
-// drafted from it: by its name (lpcl::is_query_name: omp_get_num_threads, openblas_getaffinity),
-// by its signature (no parameter and a returned value: fftw_planner_nthreads(),
-// task_arena::max_concurrency() const) or by the first word of its documentation ("Returns the
-// maximal parallelism level ..."), unless its name says it acts (set, init, enable, pause, bind,
-// ...: fftw_init_threads() returns a status, not a setting).
-bool is_query_function(const std::string& name, const std::string& signature, const std::string& doc);
-
 // Roles completeness requires to be covered.
 bool resource_relevant(const std::string& role);
 

@@ -339,7 +339,7 @@ Diagnostics validate(lpcl::Contract& c, const extract::Facts& facts, bool repair
     if (ctl.how.kind == lpcl::ControlKind::Kind::Api)
       for (auto& a : facts.api_controls)
         if (lpcl_name(a.name) == ctl.name || a.name == ctl.name) declared = &a;
-    if (lpcl::is_query(ctl) || (declared && is_query_function(declared->name, declared->signature, declared->doc))) {
+    if (lpcl::is_query(ctl) || (declared && lpcl::is_query_function(declared->name, declared->signature, declared->doc))) {
       d.error(ctl.loc,
               "control " + ctl.name + " is a query: " +
                   (lpcl::is_query(ctl) ? std::string("its name asks for a value")

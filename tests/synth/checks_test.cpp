@@ -308,16 +308,16 @@ TEST(SynthChecks, QueriesAreNotControls) {
 // "Returns" / "Reports". A function whose name says it acts (foox_init_threads(), which returns
 // a status) stays a control. A model's draft of such a query is dropped on validation.
 TEST(SynthChecks, QueriesBySignatureAndDocumentation) {
-  EXPECT_TRUE(is_query_function("foox_planner_nthreads", "int foox_planner_nthreads()", ""));
-  EXPECT_TRUE(is_query_function("Pool::max_concurrency", "int Pool::max_concurrency() const", ""));
-  EXPECT_TRUE(is_query_function("foox_threads_in_use", "int foox_threads_in_use(int pool)",
+  EXPECT_TRUE(lpcl::is_query_function("foox_planner_nthreads", "int foox_planner_nthreads()", ""));
+  EXPECT_TRUE(lpcl::is_query_function("Pool::max_concurrency", "int Pool::max_concurrency() const", ""));
+  EXPECT_TRUE(lpcl::is_query_function("foox_threads_in_use", "int foox_threads_in_use(int pool)",
                                 "Reports how many threads of the pool are busy."));
-  EXPECT_TRUE(is_query_function("foox_arena_threads", "unsigned foox_arena_threads(int a)", "Returns the count."));
-  EXPECT_FALSE(is_query_function("foox_init_threads", "int foox_init_threads(void)", "Returns 0 on failure."));
-  EXPECT_FALSE(is_query_function("foox_pause_resource", "int foox_pause_resource(int kind)", "Returns 0 on success."));
-  EXPECT_FALSE(is_query_function("foox_plan_with_nthreads", "void foox_plan_with_nthreads(int n)", ""));
-  EXPECT_FALSE(is_query_function("foox_flush", "void foox_flush(void)", ""));
-  EXPECT_FALSE(is_query_function("foox_workers", "int foox_workers(int n)", "Sets the number of workers; returns the old one."));
+  EXPECT_TRUE(lpcl::is_query_function("foox_arena_threads", "unsigned foox_arena_threads(int a)", "Returns the count."));
+  EXPECT_FALSE(lpcl::is_query_function("foox_init_threads", "int foox_init_threads(void)", "Returns 0 on failure."));
+  EXPECT_FALSE(lpcl::is_query_function("foox_pause_resource", "int foox_pause_resource(int kind)", "Returns 0 on success."));
+  EXPECT_FALSE(lpcl::is_query_function("foox_plan_with_nthreads", "void foox_plan_with_nthreads(int n)", ""));
+  EXPECT_FALSE(lpcl::is_query_function("foox_flush", "void foox_flush(void)", ""));
+  EXPECT_FALSE(lpcl::is_query_function("foox_workers", "int foox_workers(int n)", "Sets the number of workers; returns the old one."));
 
   TempTree t;
   t.write("include/foox.h",
