@@ -29,6 +29,7 @@
 #include "extract/scanners.h"
 #include "extract/scope.h"
 #include "extract/walk.h"
+#include "lpcl/lpcl.h"
 
 namespace syspilot::extract {
 namespace {
@@ -411,6 +412,10 @@ Facts extract(const ExtractOptions& opt) {
     std::vector<std::string> knobs;
     for (auto& e : facts.env_vars) knobs.push_back(e.name);
     facts.api_controls = scan_headers_bounded(public_headers, knobs, tree_headers, opt, facts.diagnostics);
+    // A query reads a setting and takes none (omp_get_num_threads, openblas_getaffinity,
+    // hwloc_get_cpubind): no control, whatever words its name shares with one.
+    std::erase_if(facts.api_controls,
+                  [](const ApiControl& a) { return lpcl::is_query_function(a.name, a.signature, a.doc); });
   }
   assign_scopes(facts, build, code_files, keep);
   if (opt.stats) {
