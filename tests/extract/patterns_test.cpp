@@ -668,8 +668,31 @@ TEST(ExtractPatterns, ApiSettersOfReadVariablesAndBindingCalls) {
                                 "lib_set_stacksize_s setting src/include/lib.h.var:3",
                                 "lib_set_library_serial setting src/include/lib.h.var:4",
                                 "lib_set_schedule setting src/include/lib.h.var:5",
-                                "lib_set_cpubind affinity include/bind.h:3",
-                                "lib_get_membind affinity include/bind.h:4"};
+                                "lib_set_cpubind affinity include/bind.h:3"};  // lib_get_membind reads: a query
+  EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
+}
+
+// A query is no API control, whatever words its name shares with one: a getter by its name, a
+// call that takes nothing and returns a count, one whose documentation says it reports; a call
+// whose name says it acts stays a control whatever it returns.
+TEST(ExtractPatterns, ApiQueriesAreNoControls) {
+  TempTree t;
+  t.write("include/pool.h",
+          "void pool_set_num_threads(int n);\n"                                       // 1
+          "int pool_get_num_threads(void);\n"                                         // 2
+          "int pool_getaffinity(int idx, void* mask);\n"                              // 3
+          "int pool_planner_nthreads(void);\n"                                        // 4
+          "/** Reports how many worker threads are busy. */\n"                        // 5
+          "int pool_busy_threads(int pool);\n"                                        // 6
+          "/** Returns 0 on failure. */\n"                                            // 7
+          "int pool_init_threads(void);\n"                                            // 8
+          "int pool_setaffinity(int idx, void* mask);\n");                            // 9
+  Facts f = run(t, "all", true);
+  std::set<std::string> got;
+  for (auto& a : f.api_controls) got.insert(a.name + " " + a.category + " " + a.file + ":" + std::to_string(a.line));
+  std::set<std::string> want = {"pool_set_num_threads threads include/pool.h:1",
+                                "pool_init_threads threads include/pool.h:8",
+                                "pool_setaffinity affinity include/pool.h:9"};
   EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
 }
 
@@ -913,8 +936,8 @@ TEST(ExtractPatterns, ApiInInstalledHeadersWithIncludesKeyedSettersAndAliases) {
   std::set<std::string> got;
   for (auto& a : f.api_controls)
     got.insert(a.name + " " + a.category + " " + a.file + ":" + std::to_string(a.line) + " " + a.scope);
+  // GetCoreResourceLimit reads the limit: a query, no control.
   std::set<std::string> want = {"SetCoreResourceLimit limit core/resource.h:7 library",
-                                "GetCoreResourceLimit limit core/resource.h:8 library",
                                 "MemoryResource limit core/resource.h:3 library",
                                 "ThreadsResource threads core/resource.h:4 library",
                                 "DiskResource limit core/resource.h:5 library",
