@@ -359,6 +359,29 @@ bool await_result(Cluster& c, const std::string& job, const std::string& result_
   return false;
 }
 
+// A failed result the job wrote while the cluster killed it (the node went down under it, the
+// job was preempted) is the cluster's doing, not the configuration's: the run was stopped by the
+// signal Slurm sends, and is lost like a job that wrote nothing. Asked only of failed results,
+// once the job has left the queue (at most unknown_s + grace_s).
+bool SlurmObjective::cluster_killed(const ClusterJob& job) {
+  TrialResult r;
+  try {
+    r = trial_result_from_json(read_text(job.result_path));
+  } catch (const std::exception&) {
+    return false;  // ingest() says what is wrong with it
+  }
+  if (r.m.ok || r.m.capped) return false;
+  using clock = std::chrono::steady_clock;
+  const auto until = clock::now() + std::chrono::duration_cast<clock::duration>(
+                                        std::chrono::duration<double>(unknown_s + grace_s));
+  JobStatus st = cluster_.status(job.id);
+  while (job_alive(st) && clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(poll_s));
+    st = cluster_.status(job.id);
+  }
+  return st.state == "NODE_FAIL" || st.state == "PREEMPTED" || st.state == "BOOT_FAIL";
+}
+
 Measurement SlurmObjective::await(ClusterJob job, double limit_s, bool retried) {
   auto ingest = [&] {
     TrialResult r = trial_result_from_json(read_text(job.result_path));
@@ -368,7 +391,10 @@ Measurement SlurmObjective::await(ClusterJob job, double limit_s, bool retried) 
     return r.m;
   };
   JobStatus st;
-  if (await_result(cluster_, job.id, job.result_path, poll_s, unknown_s, grace_s, st)) return ingest();
+  if (await_result(cluster_, job.id, job.result_path, poll_s, unknown_s, grace_s, st)) {
+    if (!cluster_killed(job)) return ingest();
+    st = cluster_.status(job.id);
+  }
   job.node = st.node;
   if (on_end) on_end(job);
   const std::string how = (st.state.empty() ? std::string("left the queue") : "ended " + st.state) +

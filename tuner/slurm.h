@@ -179,6 +179,7 @@ class SlurmObjective final : public Objective {
                     const std::string& exclude);
   // Waits for the job's result; a job lost for the cluster's reasons is resubmitted once.
   Measurement await(ClusterJob job, double limit_s, bool retried);
+  bool cluster_killed(const ClusterJob& job);  // a failed result written as the cluster killed the job
   Measurement referenced(const Config& c, Measurement m);
 
   Cluster& cluster_;
