@@ -38,6 +38,9 @@ class FakeCluster : public Cluster {
   std::map<std::string, double> base = {{"", 1.0}, {"X=1", 0.5}, {"X=2", 0.8}};
   std::set<int> lose;
   std::set<int> vanish;  // jobs (1-based) the scheduler forgets without a result
+  // Jobs (1-based) whose run fails (SIGTERM): killed as their node went down (NODE_FAIL), or a
+  // configuration that crashes on its own (FAILED).
+  std::set<int> killed, crashed;
   std::vector<JobRequest> requests;
   std::map<std::string, JobStatus> states;
 
@@ -58,6 +61,15 @@ class FakeCluster : public Cluster {
     std::string key;
     for (const auto& [k, v] : spec.config) key += k + "=" + v;
     TrialResult res;
+    const int n = static_cast<int>(requests.size());
+    if (killed.count(n) || crashed.count(n)) {
+      res.m.repeats = 1;
+      res.m.failure = "signal 15 (SIGTERM)";
+      res.m.node = node;
+      std::ofstream(r.result_path) << trial_result_to_json(res);
+      states[id] = {killed.count(n) ? "NODE_FAIL" : "FAILED", node, "None"};
+      return id;
+    }
     res.m.ok = true;
     res.m.repeats = 1;
     res.m.value = base.at(key) * slowness.at(node);
@@ -157,6 +169,27 @@ TEST_F(SlurmFake, LostJobIsRetriedOnceElsewhere) {
   // Lost twice: an error that says what to check, not a failed trial.
   cluster.lose = {4, 5};
   EXPECT_THROW(o->evaluate({{"X", "2"}}), std::runtime_error);
+}
+
+// A run killed as its node went down writes a failed result (SIGTERM), but the job ends
+// NODE_FAIL: the cluster's doing, resubmitted once like a job that wrote nothing. The same
+// failure in a job that ended FAILED is the configuration's: a failed trial, not resubmitted.
+TEST_F(SlurmFake, RunKilledWithItsNodeIsRetriedNotFailed) {
+  cluster.killed = {2};
+  auto o = objective();
+  o->evaluate({});
+  Measurement x = o->evaluate({{"X", "1"}});  // job 2 on b, killed with b; job 3 excludes b: a
+  ASSERT_TRUE(x.ok) << x.failure;
+  EXPECT_EQ(x.node, "a");
+  ASSERT_EQ(cluster.requests.size(), 3u);
+  EXPECT_EQ(cluster.requests[2].exclude, "b");
+  ASSERT_FALSE(notes.empty());
+  EXPECT_NE(notes.front().find("NODE_FAIL"), std::string::npos) << notes.front();
+  cluster.crashed = {4};
+  Measurement y = o->evaluate({{"X", "2"}});
+  EXPECT_FALSE(y.ok);
+  EXPECT_NE(y.failure.find("SIGTERM"), std::string::npos) << y.failure;
+  EXPECT_EQ(cluster.requests.size(), 4u);
 }
 
 // A job the scheduler no longer knows, without a result: gone once unknown_s has passed, and
