@@ -818,20 +818,27 @@ int run_tune(TuneArgs a, Interruption* stop) {
         throw AppFailed(d.message + "; tune needs a default run that works" + (d.hint.empty() ? "" : ": " + d.hint));
     gs = guides(an.hypotheses);
     for (const auto& h : an.hypotheses) hypothesised.insert(h.libraries.begin(), h.libraries.end());
+    // Only a confirmed hypothesis guides the search. With none confirmed, the undecided ones'
+    // controls still make the space (--space hypotheses would otherwise hold nothing of the
+    // contracts), but they are searched without a guide, as docs/tuner.md and the eval's replay
+    // have it: the controls no hypothesis involves (the application's pool, --add's) are
+    // screened first, then the space is sampled. An undecided guide's remedies and joint values
+    // would otherwise spend the budget before the user's own controls were tried.
+    std::vector<Guide> space_guides = gs;
     if (gs.empty() && a.space == "hypotheses") {
       auto unknown = guides(an.hypotheses, true);
       if (!unknown.empty()) {
-        std::cerr << "tune: no hypothesis was confirmed by the profile; searching the controls of the "
-                  << unknown.size() << " undecided ones\n";
-        gs = unknown;
+        std::cerr << "tune: no hypothesis was confirmed by the profile; the space holds the controls of the "
+                  << unknown.size() << " undecided ones, searched without a guide\n";
+        space_guides = unknown;
       }
     }
     for (const auto& h : an.hypotheses)
       std::cerr << "tune: hypothesis " << h.id << ": " << tuner::to_string(h.verdict)
                 << (h.reason.empty() ? "" : " (" + h.reason + ")") << "\n";
     Diagnostics diags;
-    space = build_space(contracts_of(an.composition), gs, a.space == "all" ? SpaceScope::All : SpaceScope::Hypotheses,
-                        edits, machine, diags);
+    space = build_space(contracts_of(an.composition), space_guides,
+                        a.space == "all" ? SpaceScope::All : SpaceScope::Hypotheses, edits, machine, diags);
     space.one_value = one_value_groups(contracts_of(an.composition), space);
     for (const auto& d : diags.items())
       if (d.severity != Severity::Note) std::cerr << d.str() << "\n";
