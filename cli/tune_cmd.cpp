@@ -823,10 +823,13 @@ int run_tune(TuneArgs a, Interruption* stop) {
     // contracts), but they are searched without a guide, as docs/tuner.md and the eval's replay
     // have it: the controls no hypothesis involves (the application's pool, --add's) are
     // screened first, then the space is sampled. An undecided guide's remedies and joint values
-    // would otherwise spend the budget before the user's own controls were tried.
+    // would otherwise spend the budget before the user's own controls were tried. Nor does an
+    // undecided constraint bound the space: where the defaults break it (outer * inner <= ncores
+    // with both at ncpus), no move of one control would be admissible.
     std::vector<Guide> space_guides = gs;
     if (gs.empty() && a.space == "hypotheses") {
       auto unknown = guides(an.hypotheses, true);
+      for (auto& g : unknown) g.constraint.clear();
       if (!unknown.empty()) {
         std::cerr << "tune: no hypothesis was confirmed by the profile; the space holds the controls of the "
                   << unknown.size() << " undecided ones, searched without a guide\n";
