@@ -631,6 +631,48 @@ TEST(TuneVerdict, MinGainIsTheSmallestGainExported) {
   EXPECT_EQ(bad.exit, 2) << bad.out << bad.err;
 }
 
+// No hypothesis confirmed: the undecided hypotheses' controls make the space but guide nothing,
+// and the control the user added is tried first, not after their remedies. The rules are the
+// launchers and regions of tuner/rules and one rule of nested oversubscription whose check
+// reads a signal nothing measures, so its hypothesis stays undecided on any machine.
+TEST(TuneGuides, AnAddedControlIsTriedBeforeUndecidedRemedies) {
+  TempDir dir;
+  const std::string rules = dir.file("rules");
+  std::filesystem::create_directories(rules);
+  for (const char* f : {"launchers.json", "regions.json"})
+    std::filesystem::copy_file(std::string(SYSPILOT_CHECKOUT) + "/tuner/rules/" + f, rules + "/" + f);
+  spit(rules + "/undecidable.json", R"({
+  "kind": "undecidable_nesting", "title": "Nesting nothing can decide", "relation": "nested",
+  "roles": [{"name": "outer", "any": ["provides:region", "behavior:creates_pool"]},
+            {"name": "inner", "any": ["demand:cpu.threads", "controls:cpu.threads"]}],
+  "symptom": "{inner} inside {outer}",
+  "controls": ["inner:cpu.threads", "outer:cpu.threads"],
+  "constraint": "{outer:cpu.threads} * {inner:cpu.threads} <= ncores",
+  "remedies": [{"inner:cpu.threads": "1"}, {"outer:cpu.threads": "1"}],
+  "probes": [],
+  "checks": [{"signal": "a_signal_nothing_measures", "op": ">=", "value": 1, "why": "undecidable"}]
+})");
+  const std::string prog = "/bin/sh -c " + q("if [ \"$X\" = 2 ]; then :; else sleep 0.3; fi; exec " +
+                                              program("calm") + " 40");
+  CliRun r = run_cli(dir, "tune --db " + dir.file("t.db") + " --budget 5 --verify 2 --no-minimise --add X=1,2 -- " + prog,
+                     "SYSPILOT_RULES_DIR=" + rules);
+  ASSERT_EQ(r.exit, 0) << r.err;
+  ASSERT_NE(r.err.find("undecided ones, searched without a guide"), std::string::npos) << r.err;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex("[0-9]+ controls, [0-9]+ configurations"))) << r.err;
+  std::regex trial("tune: trial ([0-9]+) [^\n]*");
+  // Trials 2 and 3: X's two values, nothing else moved.
+  int screened = 0;
+  for (auto it = std::sregex_iterator(r.err.begin(), r.err.end(), trial); it != std::sregex_iterator(); ++it) {
+    const std::string line = it->str();
+    if ((*it)[1] != "2" && (*it)[1] != "3") continue;
+    ++screened;
+    EXPECT_NE(line.find(" X="), std::string::npos) << "a trial before X's values were measured: " << line;
+    EXPECT_EQ(line.find("NUM_THREADS"), std::string::npos) << line;
+  }
+  EXPECT_EQ(screened, 2) << r.err;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("(^|\n)X=2"))) << r.out << r.err;
+}
+
 // Controls that make no difference: the verdict is to keep the defaults, nothing is exported,
 // and the exit status is 0.
 TEST(TuneVerdict, KeepYourDefaultsWhenNothingBeatsThemBeyondNoise) {
