@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "extract/scanners.h"
+#include "lpcl/lpcl.h"
 
 namespace syspilot::extract::api {
 namespace {
@@ -79,7 +80,16 @@ struct Visit {
   std::set<std::string>* seen;
   const std::vector<Knob>* knobs;
   std::map<std::string, std::string>* aliases;  // #define A B in a public header: A -> B
+  std::set<std::string>* taken_enums;           // USRs of the enums some function takes
+  std::map<size_t, std::string>* enumerators;   // index in *out of an enumerator -> its enum's USR
 };
+
+// The USR of the enum a parameter's type is (through typedefs), or "".
+std::string enum_usr(CXType t) {
+  t = clang_getCanonicalType(t);
+  if (t.kind != CXType_Enum) return "";
+  return take(clang_getCursorUSR(clang_getTypeDeclaration(t)));
+}
 
 // Enumerators that mark no value of their own: the first "undefined" one, the count or bound
 // at the end.
@@ -153,6 +163,8 @@ CXChildVisitResult visit(CXCursor c, CXCursor, CXClientData data) {
     int n = clang_Cursor_getNumArguments(c);
     for (int i = 0; i < n; ++i) {
       CXCursor a = clang_Cursor_getArgument(c, static_cast<unsigned>(i));
+      if (std::string e = enum_usr(clang_getCursorType(a)); !e.empty() && v->taken_enums->size() < 100000)
+        v->taken_enums->insert(e);
       if (i) params += ", ";
       params += take(clang_getTypeSpelling(clang_getCursorType(a)));
       std::string an = take(clang_getCursorSpelling(a));
@@ -175,6 +187,8 @@ CXChildVisitResult visit(CXCursor c, CXCursor, CXClientData data) {
   std::string cat = control_category(name, sig, doc);
   if (cat.empty() && fn && sets_knob(name, *v->knobs)) cat = "setting";
   if (cat.empty() || !v->seen->insert(name).second) return CXChildVisit_Continue;
+  if (k == CXCursor_EnumConstantDecl)
+    (*v->enumerators)[v->out->size()] = take(clang_getCursorUSR(clang_getCursorSemanticParent(c)));
   v->out->push_back({name, sig, cat, v->rel, static_cast<int>(line), doc});
   // A keyed setter (SetMagickResourceLimit(ResourceType, limit), cudaDeviceSetLimit(cudaLimit,
   // value)) sets one limit per value of its enum argument: each value is a control of its own.
@@ -385,6 +399,19 @@ std::string control_category(const std::string& name, const std::string& sig, co
     return n.find("worker") != std::string::npos ? "workers" : "threads";
   if (contains_any(n, {"threadpool", "thread_pool", "jobsize", "job_size", "overlaplog", "overlap_log"})) return "workers";
   if (contains_any(n, {"mallctl", "malloc_conf", "arena", "mallocx_", "malloc_stats"})) return "allocator";
+  std::vector<std::string> words = lpcl::identifier_words(name);
+  auto has_word = [&](std::initializer_list<const char*> ws) {
+    for (auto* w : ws)
+      if (std::find(words.begin(), words.end(), w) != words.end()) return true;
+    return false;
+  };
+  // the allocator the library allocates with (omp_set_default_allocator)
+  if (!params.empty() && has_word({"set"}) && has_word({"allocator"})) return "allocator";
+  // the library's settings as a whole, from a string or a table (kmp_set_defaults)
+  if (!params.empty() && has_word({"set"}) && has_word({"defaults", "settings", "options"})) return "setting";
+  // a call that pauses or releases the runtime's threads and resources (omp_pause_resource_all)
+  if (!params.empty() && has_word({"pause", "release"}) && has_word({"resource", "resources", "threads", "workers"}))
+    return "threads";
   // a thread cache (tcache) as a word of its own, not the end of GetCache
   for (size_t at = n.find("tcache"); at != std::string::npos; at = n.find("tcache", at + 1))
     if (at == 0 || !std::isalpha(static_cast<unsigned char>(n[at - 1]))) return "allocator";
@@ -478,6 +505,8 @@ std::vector<ApiControl> scan_headers(const std::vector<std::pair<std::string, st
   for (auto& [path, rel] : headers)
     for (auto& m : opt_in_macros(template_suffix(rel) > 0 ? unconfigure(path) : slurp(path))) opt_in.insert(m);
   std::map<std::string, std::string> aliases;
+  std::set<std::string> taken_enums;
+  std::map<size_t, std::string> enumerators;
   auto start = std::chrono::steady_clock::now();
   for (auto& [path, rel] : order) {
     std::string key = real(path);
@@ -535,13 +564,24 @@ std::vector<ApiControl> scan_headers(const std::vector<std::pair<std::string, st
       continue;
     }
     std::set<std::string> covered;
-    Visit v{&public_rel, &done, &covered, rel, &out, &seen, &knobs, &aliases};
+    Visit v{&public_rel, &done, &covered, rel, &out, &seen, &knobs, &aliases, &taken_enums, &enumerators};
     clang_visitChildren(clang_getTranslationUnitCursor(tu), visit, &v);
     done.insert(key);
     done.insert(covered.begin(), covered.end());
     clang_disposeTranslationUnit(tu);
   }
   clang_disposeIndex(index);
+  // An enumerator names a setting only as a value some call takes (ZSTD_c_nbWorkers, of
+  // ZSTD_cParameter, for ZSTD_CCtx_setParameter): one of an enum no function takes is a value
+  // the library reports (kmp_mutex_impl_spin, given to a tool's callback), not a control.
+  {
+    std::vector<ApiControl> kept;
+    for (size_t i = 0; i < out.size(); ++i) {
+      auto e = enumerators.find(i);
+      if (e == enumerators.end() || e->second.empty() || taken_enums.count(e->second)) kept.push_back(std::move(out[i]));
+    }
+    out = std::move(kept);
+  }
   // a control declared under one name and offered under another by a public macro is listed
   // under the name programs call
   for (auto& [name, target] : aliases) {

@@ -413,9 +413,12 @@ Facts extract(const ExtractOptions& opt) {
     for (auto& e : facts.env_vars) knobs.push_back(e.name);
     facts.api_controls = scan_headers_bounded(public_headers, knobs, tree_headers, opt, facts.diagnostics);
     // A query reads a setting and takes none (omp_get_num_threads, openblas_getaffinity,
-    // hwloc_get_cpubind): no control, whatever words its name shares with one.
-    std::erase_if(facts.api_controls,
-                  [](const ApiControl& a) { return lpcl::is_query_function(a.name, a.signature, a.doc); });
+    // hwloc_get_cpubind), a report prints one (omp_display_affinity), and the making or
+    // unmaking of a value (kmp_create_affinity_mask) sets nothing: no control, whatever words
+    // its name shares with one.
+    std::erase_if(facts.api_controls, [](const ApiControl& a) {
+      return lpcl::is_query_function(a.name, a.signature, a.doc) || lpcl::is_object_lifecycle(a.name, a.signature);
+    });
   }
   assign_scopes(facts, build, code_files, keep);
   if (opt.stats) {

@@ -566,9 +566,19 @@ static bool split_signature(const std::string& sig, const std::string& name, std
   return true;
 }
 
+// A name that says the call reports a state: prints it or copies it out (omp_display_affinity,
+// omp_capture_affinity, omp_display_env), whatever it takes.
+static bool reporting_name(const std::string& name) {
+  static const std::set<std::string> verbs = {"display", "print", "capture", "dump", "show", "describe"};
+  for (const auto& w : identifier_words(name))
+    if (verbs.count(w)) return true;
+  return false;
+}
+
 bool is_query_function(const std::string& name, const std::string& signature, const std::string& doc) {
   if (is_query_name(name)) return true;
   if (acting_name(name)) return false;
+  if (reporting_name(name)) return true;
   std::string ret, params;
   if (split_signature(signature, name, ret, params)) {
     bool no_params = params.empty() || params == "void";
@@ -583,6 +593,53 @@ bool is_query_function(const std::string& name, const std::string& signature, co
                                                "tells",   "checks", "whether",  "retrieves", "obtains"};
   auto words = identifier_words(doc.substr(0, doc.find_first_of(" \t\n.,:;(")));
   return !words.empty() && asking.count(words.front()) > 0;
+}
+
+bool is_object_lifecycle(const std::string& name, const std::string& signature) {
+  static const std::set<std::string> verbs = {"create", "destroy", "new",  "delete",   "free",     "init",
+                                              "initialize", "initialise", "alloc", "allocate", "clone", "copy", "dup"};
+  static const std::set<std::string> builtin = {"void", "char",   "short",  "int",     "long",    "float",   "double",
+                                                "bool", "size_t", "ssize_t", "int32_t", "int64_t", "uint32_t",
+                                                "uint64_t", "intptr_t", "uintptr_t", "_Bool"};
+  static const std::set<std::string> qualifiers = {"const", "volatile", "struct", "enum", "union", "unsigned", "signed",
+                                                   "restrict", "__restrict"};
+  std::vector<std::string> words = identifier_words(name);
+  if (std::none_of(words.begin(), words.end(), [](const std::string& w) { return verbs.count(w) > 0; })) return false;
+  std::string ret, params;
+  if (!split_signature(signature, name, ret, params) || params.empty() || params == "void") return false;
+  std::set<std::string> in_name(words.begin(), words.end());
+  // Each parameter: its identifiers less qualifiers and, where two are left, its name.
+  int depth = 0;
+  std::vector<std::string> parts(1);
+  for (char ch : params) {
+    if (ch == '(' || ch == '<' || ch == '[') ++depth;
+    if (ch == ')' || ch == '>' || ch == ']') --depth;
+    if (ch == ',' && depth == 0) parts.emplace_back();
+    else parts.back() += ch;
+  }
+  for (const auto& part : parts) {
+    std::vector<std::string> ids;
+    std::string cur;
+    for (char ch : part + " ") {
+      if (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == ':') cur += ch;
+      else if (!cur.empty()) {
+        if (!qualifiers.count(cur)) ids.push_back(cur);
+        cur.clear();
+      }
+    }
+    if (ids.size() == 2) ids.pop_back();
+    if (ids.size() != 1 || builtin.count(ids[0])) return false;
+    // kmp_affinity_mask_t: every word but the typedef's "t" is a word of the call's name. A
+    // pool of threads is a resource, not a value: making or unmaking one (ZSTD_freeThreadPool)
+    // starts or stops threads.
+    for (const auto& w : identifier_words(ids[0])) {
+      if (w == "thread" || w == "threads" || w == "pool" || w == "worker" || w == "workers" || w == "arena" ||
+          w == "team")
+        return false;
+      if (w != "t" && !in_name.count(w)) return false;
+    }
+  }
+  return true;
 }
 
 bool is_query(const Control& c) { return c.how.kind == ControlKind::Kind::Api && is_query_name(c.name); }

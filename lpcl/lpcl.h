@@ -60,8 +60,16 @@ bool is_query_name(std::string_view function_name);
 // a returned value: fftw_planner_nthreads(), task_arena::max_concurrency() const) or by the
 // first word of its documentation ("Returns the maximal parallelism level ..."), unless its
 // name says it acts (set, init, enable, pause, bind, ...: fftw_init_threads() returns a status,
-// not a setting).
+// not a setting); and a call whose name says it reports (display, print, capture, dump, show:
+// omp_display_affinity).
 bool is_query_function(const std::string& name, const std::string& signature, const std::string& doc);
+// A call that makes, unmakes or copies a value of the library's own type and touches nothing
+// else, so that it is no control, whatever words its name shares with one: every parameter is
+// of a type whose words are the name's (kmp_create_affinity_mask(kmp_affinity_mask_t *),
+// omp_init_lock(omp_lock_t *), hwloc_topology_init(hwloc_topology_t *)) and the name has a verb
+// of making or unmaking (create, destroy, init, free, copy, ...). A pool of threads, workers or
+// an arena is no such value: ZSTD_freeThreadPool(ZSTD_threadPool *) stops threads.
+bool is_object_lifecycle(const std::string& name, const std::string& signature);
 // The lower-cased words of an identifier, split at non-alphanumerics and at lower-to-upper case
 // changes: "omp_get_numThreads" gives omp, get, num, threads.
 std::vector<std::string> identifier_words(std::string_view name);

@@ -599,6 +599,7 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     if (!role || name.empty() || c.find_control(name)) continue;
     if (function_like_macro(a)) continue;  // a per-call flag, not a setting
     if (lpcl::is_query_function(a.name, a.signature, a.doc)) continue;  // omp_get_num_threads reads the setting, takes none
+    if (lpcl::is_object_lifecycle(a.name, a.signature)) continue;        // omp_init_lock makes a lock, sets nothing
     lpcl::Control ctl;
     ctl.name = name;
     ctl.how.kind = lpcl::ControlKind::Kind::Api;
