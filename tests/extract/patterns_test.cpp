@@ -696,6 +696,44 @@ TEST(ExtractPatterns, ApiQueriesAreNoControls) {
   EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
 }
 
+// Calls that report (display, capture) and the making or unmaking of a value of the library's
+// own type are no controls, whatever words their names share with one; a pool of threads is no
+// such value. An enumerator is a control only as a value some public function takes. Setters
+// of an allocator, of the settings as a whole, and a call that pauses the runtime's resources
+// are controls.
+TEST(ExtractPatterns, ApiReportsLifecyclesAndUntakenEnumeratorsAreNoControls) {
+  TempTree t;
+  t.write("include/rt.h",
+          "typedef struct rt_mask rt_mask_t;\n"                                       // 1
+          "typedef struct rt_thread_pool rt_thread_pool_t;\n"                         // 2
+          "void rt_display_affinity(const char* format);\n"                           // 3
+          "unsigned long rt_capture_affinity(char* buf, unsigned long n, const char* format);\n"  // 4
+          "void rt_create_affinity_mask(rt_mask_t* mask);\n"                          // 5
+          "void rt_destroy_affinity_mask(rt_mask_t* mask);\n"                         // 6
+          "int rt_set_affinity_mask_proc(int proc, rt_mask_t* mask);\n"               // 7
+          "void rt_free_thread_pool(rt_thread_pool_t* pool);\n"                       // 8
+          "typedef enum { rt_lock_spin = 1, rt_lock_queue = 2 } rt_lock_kind_t;\n"    // 9
+          "typedef enum { rt_spin_off = 0, rt_spin_on = 1 } rt_spin_mode_t;\n"        // 10
+          "void rt_set_mode(rt_spin_mode_t mode);\n"                                  // 11
+          "typedef void (*rt_lock_cb)(int);\n"                                        // 12
+          "void rt_set_default_allocator(void* allocator);\n"                         // 13
+          "void rt_set_defaults(const char* settings);\n"                             // 14
+          "int rt_pause_resource(int kind, int device);\n"                            // 15
+          "void rt_set_num_threads(int n);\n");                                       // 16
+  Facts f = run(t, "all", true);
+  std::set<std::string> got;
+  for (auto& a : f.api_controls) got.insert(a.name + " " + a.category + " " + a.file + ":" + std::to_string(a.line));
+  std::set<std::string> want = {"rt_set_affinity_mask_proc affinity include/rt.h:7",
+                                "rt_free_thread_pool workers include/rt.h:8",
+                                "rt_spin_off spin include/rt.h:10",
+                                "rt_spin_on spin include/rt.h:10",
+                                "rt_set_default_allocator allocator include/rt.h:13",
+                                "rt_set_defaults setting include/rt.h:14",
+                                "rt_pause_resource threads include/rt.h:15",
+                                "rt_set_num_threads threads include/rt.h:16"};
+  EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
+}
+
 // 6. Python without the suffix: LLVM lit's test configurations are read, as test code wherever
 // they sit, their @NAME@ templates too; SCons scripts are build code. An INI-style setup.cfg
 // is not Python and names nothing.

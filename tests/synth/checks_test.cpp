@@ -314,6 +314,23 @@ TEST(SynthChecks, QueriesAreNotControls) {
   EXPECT_NE(std::find(repairs.begin(), repairs.end(), "dropped query foox_get_num_threads"), repairs.end());
 }
 
+// A call that reports (display, capture, print) is a query whatever it takes; the making or
+// unmaking of a value of the library's own type is no control (every parameter of a type the
+// name's words name), but that of a pool of threads is; acting names keep their controls.
+TEST(SynthChecks, ReportsAndValueLifecyclesAreNoControls) {
+  EXPECT_TRUE(lpcl::is_query_function("foox_display_affinity", "void foox_display_affinity(const char * format)", ""));
+  EXPECT_TRUE(lpcl::is_query_function("foox_capture_affinity", "size_t foox_capture_affinity(char *, size_t, const char *)", ""));
+  EXPECT_FALSE(lpcl::is_query_function("foox_set_affinity_format", "void foox_set_affinity_format(const char *)", ""));
+  EXPECT_TRUE(lpcl::is_object_lifecycle("foox_create_affinity_mask", "void foox_create_affinity_mask(foox_affinity_mask_t *)"));
+  EXPECT_TRUE(lpcl::is_object_lifecycle("foox_init_lock", "void foox_init_lock(foox_lock_t * lock)"));
+  EXPECT_TRUE(lpcl::is_object_lifecycle("foox_topology_destroy", "void foox_topology_destroy(struct foox_topology * t)"));
+  EXPECT_FALSE(lpcl::is_object_lifecycle("foox_free_thread_pool", "void foox_free_thread_pool(foox_thread_pool_t * p)"));
+  EXPECT_FALSE(lpcl::is_object_lifecycle("foox_create_pool", "foox_pool * foox_create_pool(size_t nthreads)"));
+  EXPECT_FALSE(lpcl::is_object_lifecycle("foox_init_threads", "int foox_init_threads(void)"));
+  EXPECT_FALSE(lpcl::is_object_lifecycle("foox_set_affinity_mask_proc", "int foox_set_affinity_mask_proc(int, foox_affinity_mask_t *)"));
+  EXPECT_FALSE(lpcl::is_object_lifecycle("foox_alloc_membind", "void * foox_alloc_membind(foox_topology_t t, size_t len, int flags)"));
+}
+
 // A query named for what it reports, not for reading it: no parameter and a returned count
 // (foox_planner_nthreads(), Pool::max_concurrency() const), or documentation that begins
 // "Returns" / "Reports". A function whose name says it acts (foox_init_threads(), which returns
