@@ -58,15 +58,21 @@ using Knob = std::pair<std::string, std::string>;
 // A setter named with a knob's prefix whose subject (after `_set_`) is the rest of the knob's
 // name or starts with it: kmp_set_stacksize and kmp_set_stacksize_s set KMP_STACKSIZE,
 // hwloc_topology_set_synthetic sets HWLOC_SYNTHETIC, kmp_set_library_serial KMP_LIBRARY.
+// The verb may also come last, GObject's order: vips_leak_set sets VIPS_LEAK,
+// vips_pipe_read_limit_set VIPS_PIPE_READ_LIMIT.
 bool sets_knob(const std::string& name, const std::vector<Knob>& knobs) {
   std::string n = lower(name);
   size_t set = n.find("_set_");
-  if (set == std::string::npos || set + 5 >= n.size()) return false;
-  std::string subject = n.substr(set + 5);
-  for (auto& [prefix, rest] : knobs)
-    if (n.starts_with(prefix) && n[prefix.size()] == '_' && subject.starts_with(rest) &&
-        (subject.size() == rest.size() || subject[rest.size()] == '_'))
-      return true;
+  if (set != std::string::npos && set + 5 < n.size()) {
+    std::string subject = n.substr(set + 5);
+    for (auto& [prefix, rest] : knobs)
+      if (n.starts_with(prefix) && n[prefix.size()] == '_' && subject.starts_with(rest) &&
+          (subject.size() == rest.size() || subject[rest.size()] == '_'))
+        return true;
+  }
+  if (n.size() > 4 && n.ends_with("_set"))
+    for (auto& [prefix, rest] : knobs)
+      if (n == prefix + "_" + rest + "_set") return true;
   return false;
 }
 
@@ -82,7 +88,17 @@ struct Visit {
   std::map<std::string, std::string>* aliases;  // #define A B in a public header: A -> B
   std::set<std::string>* taken_enums;           // USRs of the enums some function takes
   std::map<size_t, std::string>* enumerators;   // index in *out of an enumerator -> its enum's USR
+  // Every public enum: its names (tag, typedefs) -> USR, and USR -> its values (name, file, line).
+  std::map<std::string, std::string>* enum_names;
+  std::map<std::string, std::vector<ApiControl>>* enum_values;
+  std::vector<ApiControl>* option_setters;      // `X_opts(int option, ...)`: keyed by an enum's values
 };
+
+// A header that keeps an older API working: its file name says compat, legacy or deprecated.
+bool compatibility_header(const std::string& rel) {
+  std::string f = lower(std::filesystem::path(rel).filename().string());
+  return contains_any(f, {"compat", "legacy", "deprecated"});
+}
 
 // The USR of the enum a parameter's type is (through typedefs), or "".
 std::string enum_usr(CXType t) {
@@ -128,6 +144,31 @@ CXChildVisitResult visit(CXCursor c, CXCursor, CXClientData data) {
   v->covered->insert(pub->first);
   v->rel = pub->second;
   CXCursorKind k = clang_getCursorKind(c);
+  if ((k == CXCursor_EnumDecl || k == CXCursor_TypedefDecl) && v->enum_names->size() < 100000) {
+    CXType t = k == CXCursor_EnumDecl ? clang_getCursorType(c) : clang_getTypedefDeclUnderlyingType(c);
+    if (std::string usr = enum_usr(t); !usr.empty()) {
+      std::string name = take(clang_getCursorSpelling(c));
+      if (!name.empty() && name.find(' ') == std::string::npos) v->enum_names->emplace(name, usr);
+      if (k == CXCursor_EnumDecl && !v->enum_values->count(usr)) {
+        std::pair<Visit*, std::vector<ApiControl>*> ctx{v, &(*v->enum_values)[usr]};
+        clang_visitChildren(
+            c,
+            [](CXCursor e, CXCursor, CXClientData d) {
+              auto* x = static_cast<std::pair<Visit*, std::vector<ApiControl>*>*>(d);
+              if (clang_getCursorKind(e) != CXCursor_EnumConstantDecl || x->second->size() >= 4096)
+                return CXChildVisit_Continue;
+              unsigned eline = 0;
+              auto* pub = public_header_of(*x->first, e, eline);
+              std::string en = take(clang_getCursorSpelling(e));
+              if (pub && !en.empty())
+                x->second->push_back({en, "", "", pub->second, static_cast<int>(eline),
+                                      clean_doc(take(clang_Cursor_getRawCommentText(e)))});
+              return CXChildVisit_Continue;
+            },
+            &ctx);
+      }
+    }
+  }
   if (k == CXCursor_Namespace || k == CXCursor_UnexposedDecl || k == CXCursor_LinkageSpec ||
       k == CXCursor_EnumDecl || k == CXCursor_ClassDecl || k == CXCursor_StructDecl || k == CXCursor_ClassTemplate) {
     if (k == CXCursor_ClassDecl || k == CXCursor_ClassTemplate) {
@@ -152,7 +193,10 @@ CXChildVisitResult visit(CXCursor c, CXCursor, CXClientData data) {
     CXToken* toks = nullptr;
     unsigned n = 0;
     clang_tokenize(tu, clang_getCursorExtent(c), &toks, &n);
-    if (n == 2 && clang_getTokenKind(toks[1]) == CXToken_Identifier && v->aliases->size() < 100000)
+    // not a compatibility header's name for an older API (vips7compat.h's im_concurrency_set
+    // for vips_concurrency_set): programs written today call the declared name
+    if (n == 2 && clang_getTokenKind(toks[1]) == CXToken_Identifier && v->aliases->size() < 100000 &&
+        !compatibility_header(v->rel))
       v->aliases->emplace(name, take(clang_getTokenSpelling(tu, toks[1])));
     if (toks) clang_disposeTokens(tu, toks, n);
     return CXChildVisit_Continue;
@@ -184,6 +228,18 @@ CXChildVisitResult visit(CXCursor c, CXCursor, CXClientData data) {
     sig = take(clang_getTypeSpelling(clang_getCursorType(c))) + " " + name;
   }
   std::string doc = clean_doc(take(clang_Cursor_getRawCommentText(c)));
+  // git_libgit2_opts(int option, ...): the library's options set through one entry point, the
+  // option named by a value of an enum (resolved once every header is read)
+  if (k == CXCursor_FunctionDecl && clang_Cursor_isVariadic(c) && clang_Cursor_getNumArguments(c) >= 1 &&
+      v->option_setters->size() < 64) {
+    auto words = lpcl::identifier_words(name);
+    CXType key = clang_getCanonicalType(clang_getCursorType(clang_Cursor_getArgument(c, 0)));
+    const bool keyed = key.kind == CXType_Int || key.kind == CXType_UInt || key.kind == CXType_Enum;
+    static const std::set<std::string> option_words = {"opt", "opts", "option", "options", "setopt", "setopts"};
+    if (keyed && !words.empty() && option_words.count(words.back()))
+      v->option_setters->push_back({name, sig, key.kind == CXType_Enum ? enum_usr(key) : "", v->rel,
+                                    static_cast<int>(line), doc});
+  }
   std::string cat = control_category(name, sig, doc);
   if (cat.empty() && fn && sets_knob(name, *v->knobs)) cat = "setting";
   if (cat.empty() || !v->seen->insert(name).second) return CXChildVisit_Continue;
@@ -387,6 +443,15 @@ Includes resolve_includes(const std::vector<std::pair<std::string, std::string>>
 std::string control_category(const std::string& name, const std::string& sig, const std::string& doc) {
   std::string n = lower(name), s = lower(sig);
   std::string params = s.find('(') != std::string::npos ? s.substr(s.find('(')) : "";
+  std::vector<std::string> words = lpcl::identifier_words(name);
+  auto has_word = [&](std::initializer_list<const char*> ws) {
+    for (auto* w : ws)
+      if (std::find(words.begin(), words.end(), w) != words.end()) return true;
+    return false;
+  };
+  // a call that runs work on a pool (vips_threadpool_run, a task arena's execute) configures
+  // nothing: what it runs is the program's
+  if (has_word({"run", "execute", "submit", "enqueue"})) return "";
   if (contains_any(n, {"affinity", "setaffinity"})) return "affinity";
   // binding calls (hwloc_set_cpubind, hwloc_alloc_membind, bind_thread): functions only, not the
   // flags and policies named after them (HWLOC_CPUBIND_THREAD); a name that only mentions a CPU
@@ -399,12 +464,11 @@ std::string control_category(const std::string& name, const std::string& sig, co
     return n.find("worker") != std::string::npos ? "workers" : "threads";
   if (contains_any(n, {"threadpool", "thread_pool", "jobsize", "job_size", "overlaplog", "overlap_log"})) return "workers";
   if (contains_any(n, {"mallctl", "malloc_conf", "arena", "mallocx_", "malloc_stats"})) return "allocator";
-  std::vector<std::string> words = lpcl::identifier_words(name);
-  auto has_word = [&](std::initializer_list<const char*> ws) {
-    for (auto* w : ws)
-      if (std::find(words.begin(), words.end(), w) != words.end()) return true;
-    return false;
-  };
+  // the size or limit of the library's cache (vips_cache_set_max_mem): a resource limit
+  if (!params.empty() && has_word({"set"}) && has_word({"cache"}) && has_word({"max", "size", "limit", "capacity"}))
+    return "limit";
+  // a switch of the library's vector (SIMD) code paths (vips_vector_set_enabled)
+  if (!params.empty() && has_word({"set"}) && has_word({"vector", "simd"})) return "setting";
   // the allocator the library allocates with (omp_set_default_allocator)
   if (!params.empty() && has_word({"set"}) && has_word({"allocator"})) return "allocator";
   // the library's settings as a whole, from a string or a table (kmp_set_defaults)
@@ -507,6 +571,9 @@ std::vector<ApiControl> scan_headers(const std::vector<std::pair<std::string, st
   std::map<std::string, std::string> aliases;
   std::set<std::string> taken_enums;
   std::map<size_t, std::string> enumerators;
+  std::map<std::string, std::string> enum_names;
+  std::map<std::string, std::vector<ApiControl>> enum_values;
+  std::vector<ApiControl> option_setters;
   auto start = std::chrono::steady_clock::now();
   for (auto& [path, rel] : order) {
     std::string key = real(path);
@@ -564,7 +631,8 @@ std::vector<ApiControl> scan_headers(const std::vector<std::pair<std::string, st
       continue;
     }
     std::set<std::string> covered;
-    Visit v{&public_rel, &done, &covered, rel, &out, &seen, &knobs, &aliases, &taken_enums, &enumerators};
+    Visit v{&public_rel, &done, &covered, rel, &out, &seen, &knobs, &aliases, &taken_enums, &enumerators,
+            &enum_names, &enum_values, &option_setters};
     clang_visitChildren(clang_getTranslationUnitCursor(tu), visit, &v);
     done.insert(key);
     done.insert(covered.begin(), covered.end());
@@ -582,8 +650,50 @@ std::vector<ApiControl> scan_headers(const std::vector<std::pair<std::string, st
     }
     out = std::move(kept);
   }
+  // An options entry point (git_libgit2_opts(int option, ...)) and, of the enum that names its
+  // options (its parameter's type, else the enum whose name is the entry point's: the words of
+  // git_libgit2_opt_t are git_libgit2_opts's, plural aside), each value that sets something
+  // (SET, ENABLE, DISABLE among its words; GET reads): one control per option, as for a keyed
+  // limit setter.
+  auto singular = [](std::string w) {
+    if (w.size() > 3 && w.back() == 's') w.pop_back();
+    return w;
+  };
+  for (auto& setter : option_setters) {
+    std::string usr = setter.category;  // the key's enum, when the parameter has its type
+    if (usr.empty()) {
+      std::set<std::string> fw;
+      for (auto& w : lpcl::identifier_words(setter.name)) fw.insert(singular(w));
+      for (auto& [ename, eusr] : enum_names) {
+        auto ew = lpcl::identifier_words(ename);
+        if (!ew.empty() && ew.back() == "t") ew.pop_back();
+        if (ew.size() < 2 || !std::all_of(ew.begin(), ew.end(), [&](const std::string& w) { return fw.count(singular(w)) > 0; }))
+          continue;
+        usr = eusr;
+        break;
+      }
+    }
+    auto values = enum_values.find(usr);
+    if (usr.empty() || values == enum_values.end()) continue;
+    std::vector<ApiControl> keyed;
+    for (auto& e : values->second) {
+      auto ew = lpcl::identifier_words(e.name);
+      const bool sets = std::any_of(ew.begin(), ew.end(), [](const std::string& w) {
+        return w == "set" || w == "enable" || w == "disable";
+      });
+      const bool reads = std::any_of(ew.begin(), ew.end(), [](const std::string& w) { return w == "get"; });
+      if (!sets || reads || sentinel(e.name) || seen.count(e.name)) continue;
+      keyed.push_back({e.name, "enum " + setter.name + "::" + e.name, "setting", e.file, e.line, e.doc});
+    }
+    if (keyed.empty()) continue;
+    if (seen.insert(setter.name).second)
+      out.push_back({setter.name, setter.signature, "setting", setter.file, setter.line, setter.doc});
+    for (auto& e : keyed)
+      if (seen.insert(e.name).second) out.push_back(std::move(e));
+  }
   // a control declared under one name and offered under another by a public macro is listed
   // under the name programs call
+  // (omp_set_affinity_format for ompc_set_affinity_format)
   for (auto& [name, target] : aliases) {
     if (seen.count(name)) continue;
     for (auto& ctl : out)

@@ -404,7 +404,11 @@ Facts extract(const ExtractOptions& opt) {
     for (size_t i = 0; i < entries.size(); ++i) {
       if (!results[i].has_code) continue;
       const std::string& rel = entries[i].rel;
-      if (api::is_public_header(rel, build.installs_header(rel)))
+      const bool installed = build.installs_header(rel);
+      // where the build installs headers from this folder, one it leaves out is private (a
+      // configure template is installed as what it generates, which the build may not say)
+      const bool templ = rel.ends_with(".in") || rel.ends_with(".var") || rel.ends_with(".cmake");
+      if (api::is_public_header(rel, installed) && (installed || templ || !build.installs_beside(rel)))
         public_headers.emplace_back(entries[i].path, rel);
       else if (api::is_header(rel))
         tree_headers.emplace_back(entries[i].path, rel);

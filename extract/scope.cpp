@@ -274,11 +274,18 @@ void BuildMap::record(const std::string& path, const std::string& scope, bool by
 }
 
 void BuildMap::installed_header(const std::string& path) {
-  if (!path.empty() && is_header(path) && headers_.size() < kMaxWords) headers_.insert(path);
+  if (!path.empty() && is_header(path) && headers_.size() < kMaxWords) {
+    headers_.insert(path);
+    header_dirs_.insert(fs::path(path).parent_path().generic_string());
+  }
 }
 
 bool BuildMap::installs_header(const std::string& rel) const {
   return headers_.count(fs::path(rel).lexically_normal().generic_string()) > 0;
+}
+
+bool BuildMap::installs_beside(const std::string& rel) const {
+  return header_dirs_.count(fs::path(rel).lexically_normal().parent_path().generic_string()) > 0;
 }
 
 void BuildMap::target_built(const std::string& key, std::vector<std::string> paths) {

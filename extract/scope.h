@@ -30,6 +30,10 @@ class BuildMap {
   // include_HEADERS and every other WHERE_HEADERS but noinst_ and check_, CMake's
   // install(FILES ... DESTINATION .../include...) and PUBLIC_HEADER, meson's install_headers).
   bool installs_header(const std::string& rel) const;
+  // Whether the build files install some header of the folder `rel` is in: then a header there
+  // that they do not install is the library's own (libvips/include/vips/internal.h beside the
+  // installed vips.h), whatever its path says.
+  bool installs_beside(const std::string& rel) const;
 
  private:
   // Code linked into a library ships in it, whatever its target's name or folder says (meson's
@@ -43,6 +47,7 @@ class BuildMap {
 
   void installed_header(const std::string& path);
   std::unordered_set<std::string> headers_;  // installed headers, relative to the root
+  std::unordered_set<std::string> header_dirs_;  // their folders
 
   // `convenience`: built into a library that is not installed (Automake's noinst_): a program
   // or a folder that says otherwise wins over it.
