@@ -54,6 +54,14 @@ std::string dump(const std::set<std::string>& s) {
   return o;
 }
 
+// "NAME CATEGORY FILE:LINE" of each API control.
+std::set<std::string> api_lines(const Facts& f) {
+  std::set<std::string> got;
+  for (auto& a : f.api_controls) got.insert(a.name + " " + a.category + " " + a.file + ":" + std::to_string(a.line));
+  return got;
+}
+
+
 }  // namespace
 
 // 1. NCCL_PARAM-style knobs: "LIB_" env inside a macro body, the suffix at each use site,
@@ -662,8 +670,7 @@ TEST(ExtractPatterns, ApiSettersOfReadVariablesAndBindingCalls) {
   t.write("include/private/internal.h", "int lib_set_internal_cpubind(int set);\n");
   t.write("include/deprecated.h", "int lib_set_membind_nodeset(int set, int flags);\n");
   Facts f = run(t, "all", true);
-  std::set<std::string> got;
-  for (auto& a : f.api_controls) got.insert(a.name + " " + a.category + " " + a.file + ":" + std::to_string(a.line));
+  std::set<std::string> got = api_lines(f);
   std::set<std::string> want = {"lib_set_stacksize setting src/include/lib.h.var:2",
                                 "lib_set_stacksize_s setting src/include/lib.h.var:3",
                                 "lib_set_library_serial setting src/include/lib.h.var:4",
@@ -688,11 +695,62 @@ TEST(ExtractPatterns, ApiQueriesAreNoControls) {
           "int pool_init_threads(void);\n"                                            // 8
           "int pool_setaffinity(int idx, void* mask);\n");                            // 9
   Facts f = run(t, "all", true);
-  std::set<std::string> got;
-  for (auto& a : f.api_controls) got.insert(a.name + " " + a.category + " " + a.file + ":" + std::to_string(a.line));
+  std::set<std::string> got = api_lines(f);
   std::set<std::string> want = {"pool_set_num_threads threads include/pool.h:1",
                                 "pool_init_threads threads include/pool.h:8",
                                 "pool_setaffinity affinity include/pool.h:9"};
+  EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
+}
+
+// Where the build installs headers of a folder, one it leaves out is private; a compatibility
+// header's `#define` of an older name does not rename the control; a setter of a variable the
+// library reads with the verb last (GObject's order), a setter of the cache's limit and a
+// switch of the vector code are controls; a call that runs work on a pool is none.
+TEST(ExtractPatterns, ApiBesideInstalledHeadersCompatNamesVerbLastCacheAndRun) {
+  TempTree t;
+  t.write("libvl/include/vl/meson.build", "install_headers('vl.h', 'vl7compat.h')\n");
+  t.write("libvl/include/vl/vl.h",
+          "void vl_concurrency_set(int n);\n"                                         // 1
+          "void vl_leak_set(int on);\n"                                               // 2
+          "void vl_cache_set_max_mem(unsigned long bytes);\n"                         // 3
+          "void vl_cache_set_trace(int on);\n"                                        // 4
+          "void vl_vector_set_enabled(int on);\n"                                     // 5
+          "int vl_threadpool_run(void* work);\n"                                      // 6
+          "void vl_image_draw(void* image);\n");                                      // 7
+  t.write("libvl/include/vl/vl7compat.h", "#define im_concurrency_set vl_concurrency_set\n");
+  t.write("libvl/include/vl/internal.h", "extern int vl__concurrency;\nvoid vl__set_num_threads(int n);\n");
+  t.write("libvl/iofuncs/init.c",
+          "#include <stdlib.h>\n"
+          "void vl_init(void) { if (getenv(\"VL_LEAK\")) {} }\n");
+  Facts f = run(t, "all", true);
+  std::set<std::string> got = api_lines(f);
+  std::set<std::string> want = {"vl_concurrency_set threads libvl/include/vl/vl.h:1",
+                                "vl_leak_set setting libvl/include/vl/vl.h:2",
+                                "vl_cache_set_max_mem limit libvl/include/vl/vl.h:3",
+                                "vl_vector_set_enabled setting libvl/include/vl/vl.h:5"};
+  EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
+}
+
+// An options entry point (`X_opts(int option, ...)`) is a control, and so is each value of the
+// enum named after it that sets an option (SET, ENABLE, DISABLE); values that read (GET) are not,
+// nor is an options entry point without such an enum.
+TEST(ExtractPatterns, ApiOptionsEntryPointAndItsKeys) {
+  TempTree t;
+  t.write("include/gx/common.h",
+          "typedef enum {\n"                                                           // 1
+          "  GX_OPT_GET_WINDOW_SIZE,\n"                                                // 2
+          "  GX_OPT_SET_WINDOW_SIZE,\n"                                                // 3
+          "  GX_OPT_ENABLE_CACHING,\n"                                                 // 4
+          "  GX_OPT_DISABLE_FSYNC\n"                                                   // 5
+          "} gx_lib_opt_t;\n"                                                          // 6
+          "int gx_lib_opts(int option, ...);\n"                                        // 7
+          "int gx_log_opts(int option, ...);\n");                                      // 8
+  Facts f = run(t, "all", true);
+  std::set<std::string> got = api_lines(f);
+  std::set<std::string> want = {"gx_lib_opts setting include/gx/common.h:7",
+                                "GX_OPT_SET_WINDOW_SIZE setting include/gx/common.h:3",
+                                "GX_OPT_ENABLE_CACHING setting include/gx/common.h:4",
+                                "GX_OPT_DISABLE_FSYNC setting include/gx/common.h:5"};
   EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
 }
 
@@ -721,8 +779,7 @@ TEST(ExtractPatterns, ApiReportsLifecyclesAndUntakenEnumeratorsAreNoControls) {
           "int rt_pause_resource(int kind, int device);\n"                            // 15
           "void rt_set_num_threads(int n);\n");                                       // 16
   Facts f = run(t, "all", true);
-  std::set<std::string> got;
-  for (auto& a : f.api_controls) got.insert(a.name + " " + a.category + " " + a.file + ":" + std::to_string(a.line));
+  std::set<std::string> got = api_lines(f);
   std::set<std::string> want = {"rt_set_affinity_mask_proc affinity include/rt.h:7",
                                 "rt_free_thread_pool workers include/rt.h:8",
                                 "rt_spin_off spin include/rt.h:10",
