@@ -310,6 +310,25 @@ std::string unconfigure_text(const std::string& s) {
       size_t j = word_end(i + 1);
       if (j < s.size() && s[j] == '@' && j > i + 1) { i = j; continue; }
     }
+    // autoconf's `#undef hwloc_thread_t` ("Define this to the thread ID type"): a type of the
+    // library's own that configure defines, and whose `#ifdef` guards the calls that take it
+    // (hwloc_set_thread_cpubind). A placeholder type stands in, as on a configured system;
+    // the C library's own (size_t, pid_t, uint32_t: one word before _t, or int/uint ones)
+    // are left alone.
+    if ((i == 0 || s[i - 1] == '\n') && s.compare(i, 7, "#undef ") == 0) {
+      size_t b = std::min(s.find_first_not_of(" \t", i + 7), s.size());
+      size_t e = word_end(b);
+      std::string name = s.substr(b, e - b);
+      const bool lower_case =
+          std::none_of(name.begin(), name.end(), [](char c) { return std::isupper(static_cast<unsigned char>(c)); });
+      const std::string stem = name.size() > 2 ? name.substr(0, name.size() - 2) : "";
+      if (lower_case && name.ends_with("_t") && stem.find('_') != std::string::npos && stem.front() != '_' &&
+          !name.starts_with("int") && !name.starts_with("uint")) {
+        out += "#define " + name + " long";
+        i = std::min(s.find('\n', e), s.size()) - 1;
+        continue;
+      }
+    }
     out += s[i];
   }
   return out;
@@ -458,9 +477,13 @@ std::string control_category(const std::string& name, const std::string& sig, co
   // set (a conversion, a query) binds nothing
   if (!params.empty() && contains_any(n, {"cpubind", "membind", "cpunodebind", "bind_thread", "pin_thread"}))
     return "affinity";
-  if (contains_any(n, {"num_threads", "numthreads", "nthreads", "nbworkers", "nb_workers", "thread_count",
+  // set_dynamic, set_nested: the runtime's own switch (omp_set_dynamic), not an object's
+  // (vips_buf_set_dynamic sets a buffer's)
+  const bool own_switch = words.size() == 3 && words[1] == "set" && (words[2] == "dynamic" || words[2] == "nested");
+  if (own_switch ||
+      contains_any(n, {"num_threads", "numthreads", "nthreads", "nbworkers", "nb_workers", "thread_count",
                        "max_threads", "threads_num", "concurrency", "parallelism", "num_procs", "cpu_number",
-                       "thread_limit", "set_threads", "max_active_levels", "set_dynamic", "set_nested"}))
+                       "thread_limit", "set_threads", "max_active_levels"}))
     return n.find("worker") != std::string::npos ? "workers" : "threads";
   if (contains_any(n, {"threadpool", "thread_pool", "jobsize", "job_size", "overlaplog", "overlap_log"})) return "workers";
   if (contains_any(n, {"mallctl", "malloc_conf", "arena", "mallocx_", "malloc_stats"})) return "allocator";
