@@ -754,6 +754,29 @@ TEST(ExtractPatterns, ApiOptionsEntryPointAndItsKeys) {
   EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
 }
 
+// A configure template's `#undef` of a type of the library's own stands for a type, so the call
+// its `#ifdef` guards is read; the C library's types stay undefined. `set_dynamic` is the
+// runtime's switch only right after its prefix.
+TEST(ExtractPatterns, ApiGuardedByAConfiguredTypeAndTheRuntimesOwnSwitch) {
+  TempTree t;
+  t.write("include/cfg/config.h.in", "/* Define this to the thread ID type */\n#undef cfg_thread_t\n#undef size_t\n");
+  t.write("include/cfg/cfg.h",
+          "#include \"cfg/config.h\"\n"                                              // 1
+          "#ifdef cfg_thread_t\n"                                                    // 2
+          "int cfg_set_thread_cpubind(cfg_thread_t thread, int cpu);\n"              // 3
+          "#endif\n"                                                                 // 4
+          "#ifdef size_t\n"                                                          // 5
+          "int cfg_set_num_threads(int n);\n"                                        // 6
+          "#endif\n"                                                                 // 7
+          "void cfg_set_dynamic(int on);\n"                                          // 8
+          "void cfg_buf_set_dynamic(void* buf, int max);\n");                        // 9
+  Facts f = run(t, "all", true);
+  std::set<std::string> got = api_lines(f);
+  std::set<std::string> want = {"cfg_set_thread_cpubind affinity include/cfg/cfg.h:3",
+                                "cfg_set_dynamic threads include/cfg/cfg.h:8"};
+  EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
+}
+
 // Calls that report (display, capture) and the making or unmaking of a value of the library's
 // own type are no controls, whatever words their names share with one; a pool of threads is no
 // such value. An enumerator is a control only as a value some public function takes. Setters
