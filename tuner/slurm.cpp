@@ -363,14 +363,7 @@ bool await_result(Cluster& c, const std::string& job, const std::string& result_
 // job was preempted) is the cluster's doing, not the configuration's: the run was stopped by the
 // signal Slurm sends, and is lost like a job that wrote nothing. Asked only of failed results,
 // once the job has left the queue (at most unknown_s + grace_s).
-bool SlurmObjective::cluster_killed(const ClusterJob& job) {
-  TrialResult r;
-  try {
-    r = trial_result_from_json(read_text(job.result_path));
-  } catch (const std::exception&) {
-    return false;  // ingest() says what is wrong with it
-  }
-  if (r.m.ok || r.m.capped) return false;
+std::optional<JobStatus> SlurmObjective::killed_with_node(const ClusterJob& job) {
   using clock = std::chrono::steady_clock;
   const auto until = clock::now() + std::chrono::duration_cast<clock::duration>(
                                         std::chrono::duration<double>(unknown_s + grace_s));
@@ -379,21 +372,27 @@ bool SlurmObjective::cluster_killed(const ClusterJob& job) {
     std::this_thread::sleep_for(std::chrono::duration<double>(poll_s));
     st = cluster_.status(job.id);
   }
-  return st.state == "NODE_FAIL" || st.state == "PREEMPTED" || st.state == "BOOT_FAIL";
+  if (st.state == "NODE_FAIL" || st.state == "PREEMPTED" || st.state == "BOOT_FAIL") return st;
+  return std::nullopt;
 }
 
 Measurement SlurmObjective::await(ClusterJob job, double limit_s, bool retried) {
-  auto ingest = [&] {
-    TrialResult r = trial_result_from_json(read_text(job.result_path));
-    if (job.config.empty() && reference_output_.empty()) reference_output_ = r.reference_output;
-    job.node = r.m.node;
-    if (on_end) on_end(job);
-    return r.m;
-  };
   JobStatus st;
   if (await_result(cluster_, job.id, job.result_path, poll_s, unknown_s, grace_s, st)) {
-    if (!cluster_killed(job)) return ingest();
-    st = cluster_.status(job.id);
+    // A result that is not JSON of a trial throws here: the run wrote garbage.
+    TrialResult r = trial_result_from_json(read_text(job.result_path));
+    // A failed result written as the cluster killed the job (Slurm's SIGTERM, then NODE_FAIL,
+    // PREEMPTED or BOOT_FAIL) is the node's failure, handled below like a lost job; the job's
+    // state is asked only of failed results, once it has left the queue.
+    std::optional<JobStatus> killed;
+    if (!r.m.ok && !r.m.capped) killed = killed_with_node(job);
+    if (!killed) {
+      if (job.config.empty() && reference_output_.empty()) reference_output_ = r.reference_output;
+      job.node = r.m.node;
+      if (on_end) on_end(job);
+      return r.m;
+    }
+    st = *killed;
   }
   job.node = st.node;
   if (on_end) on_end(job);

@@ -179,7 +179,9 @@ class SlurmObjective final : public Objective {
                     const std::string& exclude);
   // Waits for the job's result; a job lost for the cluster's reasons is resubmitted once.
   Measurement await(ClusterJob job, double limit_s, bool retried);
-  bool cluster_killed(const ClusterJob& job);  // a failed result written as the cluster killed the job
+  // The job's final state when the cluster ended it (NODE_FAIL, PREEMPTED, BOOT_FAIL), asked
+  // until it leaves the queue; nullopt when it ended otherwise.
+  std::optional<JobStatus> killed_with_node(const ClusterJob& job);
   Measurement referenced(const Config& c, Measurement m);
 
   Cluster& cluster_;
