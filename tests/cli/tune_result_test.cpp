@@ -88,6 +88,15 @@ TEST(TuneResult, TheReadmeExampleExportsAFewControls) {
   CliRun r = run_cli(dir, "tune --json --db " + dir.file("t.db") + " --budget 12 -- " + SYSPILOT_EXAMPLE);
   ASSERT_EQ(r.exit, 0) << r.err;
   nlohmann::json j = parse_json(r.out);
+  // A machine busy with other work can make the closing re-measurement too noisy to call a real
+  // gain one (keep defaults with a spread of +-20% or more; a verdict the tool is right to give):
+  // the session is run once more, and the second must show it.
+  if (j["result"]["verdict"] == "keep defaults" && j["result"]["speedup_spread"].get<double>() >= 0.2) {
+    std::cerr << "first session too noisy to judge (" << j["result"].dump() << "); once more\n";
+    r = run_cli(dir, "tune --json --db " + dir.file("t.db") + " --budget 12 -- " + SYSPILOT_EXAMPLE);
+    ASSERT_EQ(r.exit, 0) << r.err;
+    j = parse_json(r.out);
+  }
   const nlohmann::json& res = j["result"];
   ASSERT_EQ(res["verdict"], "configuration") << res.dump(2) << r.err;
   const Config exported = res["config"].get<Config>();
