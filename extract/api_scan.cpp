@@ -76,6 +76,13 @@ bool sets_knob(const std::string& name, const std::vector<Knob>& knobs) {
   return false;
 }
 
+// An options entry point as declared ("setting" once an enum names its options), and the USR of
+// its key's enum when the key parameter has that type ("" for an int key).
+struct OptionSetter {
+  ApiControl decl;
+  std::string key_enum;
+};
+
 // One translation unit covers every public header it includes: those are done afterwards.
 struct Visit {
   const std::map<std::string, std::string>* public_rel;  // real path -> rel
@@ -91,7 +98,7 @@ struct Visit {
   // Every public enum: its names (tag, typedefs) -> USR, and USR -> its values (name, file, line).
   std::map<std::string, std::string>* enum_names;
   std::map<std::string, std::vector<ApiControl>>* enum_values;
-  std::vector<ApiControl>* option_setters;      // `X_opts(int option, ...)`: keyed by an enum's values
+  std::vector<OptionSetter>* option_setters;    // `X_opts(int option, ...)`: keyed by an enum's values
 };
 
 // A header that keeps an older API working: its file name says compat, legacy or deprecated.
@@ -237,8 +244,8 @@ CXChildVisitResult visit(CXCursor c, CXCursor, CXClientData data) {
     const bool keyed = key.kind == CXType_Int || key.kind == CXType_UInt || key.kind == CXType_Enum;
     static const std::set<std::string> option_words = {"opt", "opts", "option", "options", "setopt", "setopts"};
     if (keyed && !words.empty() && option_words.count(words.back()))
-      v->option_setters->push_back({name, sig, key.kind == CXType_Enum ? enum_usr(key) : "", v->rel,
-                                    static_cast<int>(line), doc});
+      v->option_setters->push_back({{name, sig, "setting", v->rel, static_cast<int>(line), doc},
+                                    key.kind == CXType_Enum ? enum_usr(key) : ""});
   }
   std::string cat = control_category(name, sig, doc);
   if (cat.empty() && fn && sets_knob(name, *v->knobs)) cat = "setting";
@@ -596,7 +603,7 @@ std::vector<ApiControl> scan_headers(const std::vector<std::pair<std::string, st
   std::map<size_t, std::string> enumerators;
   std::map<std::string, std::string> enum_names;
   std::map<std::string, std::vector<ApiControl>> enum_values;
-  std::vector<ApiControl> option_setters;
+  std::vector<OptionSetter> option_setters;
   auto start = std::chrono::steady_clock::now();
   for (auto& [path, rel] : order) {
     std::string key = real(path);
@@ -682,8 +689,8 @@ std::vector<ApiControl> scan_headers(const std::vector<std::pair<std::string, st
     if (w.size() > 3 && w.back() == 's') w.pop_back();
     return w;
   };
-  for (auto& setter : option_setters) {
-    std::string usr = setter.category;  // the key's enum, when the parameter has its type
+  for (auto& [setter, key_enum] : option_setters) {
+    std::string usr = key_enum;
     if (usr.empty()) {
       std::set<std::string> fw;
       for (auto& w : lpcl::identifier_words(setter.name)) fw.insert(singular(w));
@@ -710,7 +717,7 @@ std::vector<ApiControl> scan_headers(const std::vector<std::pair<std::string, st
     }
     if (keyed.empty()) continue;
     if (seen.insert(setter.name).second)
-      out.push_back({setter.name, setter.signature, "setting", setter.file, setter.line, setter.doc});
+      out.push_back(setter);
     for (auto& e : keyed)
       if (seen.insert(e.name).second) out.push_back(std::move(e));
   }
