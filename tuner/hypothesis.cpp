@@ -390,8 +390,9 @@ bool resolve_assignment(const std::map<std::string, std::string>& spec,
                         const ProcessFacts& procs, Config& out) {
   for (auto& [key, raw] : spec) {
     std::string value = rule_value(raw, procs);
-    if (key == "$processes") {  // the command's process count: only when it exposes one
-      if (procs.control.empty()) return false;
+    if (key == "$processes") {  // the command's process count: only when it exposes one and
+      // a party of the hypothesis ran in several processes at once (it counts theirs)
+      if (procs.control.empty() || procs.count < 2) return false;
       out[procs.control] = value;
       continue;
     }
@@ -433,6 +434,22 @@ bool resolve_assignment(const std::map<std::string, std::string>& spec,
     out[ctl] = value;
   }
   return !out.empty();
+}
+
+// Whether a constraint holds with a probe's values: the command's process count at the count
+// measured where the probe leaves it, the machine's facts; a name without a value (a control
+// left at a default the constraint cannot know) does not decide, and neither does an empty or
+// unparsable constraint: both count as holding.
+bool removes_cause(const std::string& constraint, const Config& probe, const ProcessFacts& procs) {
+  if (constraint.empty()) return true;
+  std::map<std::string, double> names = MachineFacts::detect().names();
+  if (!procs.control.empty()) names[procs.control] = procs.count;
+  for (auto& [k, v] : probe) {
+    double n = 0;
+    if (number_text(v, &n)) names[k] = n;
+  }
+  auto v = evaluate_expr(constraint, names);
+  return !v || *v != 0;
 }
 
 }  // namespace
@@ -531,8 +548,9 @@ std::vector<Hypothesis> hypothesize(const Composition& comp, Diagnostics& diags,
       h.constraint = expand(rule.constraint, roles, ok, "", procs);
       if (!ok) h.constraint.clear();
       for (auto& spec : rule.controls) {
-        if (spec == "$processes") {  // the command's process count, when it exposes one
-          if (!procs.control.empty() &&
+        if (spec == "$processes") {  // the command's process count, when it exposes one and
+          // counts the processes some party of the hypothesis ran in
+          if (!procs.control.empty() && procs.count >= 2 &&
               std::find(h.controls.begin(), h.controls.end(), procs.control) == h.controls.end())
             h.controls.push_back(procs.control);
           continue;
@@ -553,13 +571,21 @@ std::vector<Hypothesis> hypothesize(const Composition& comp, Diagnostics& diags,
             std::find(h.remedies.begin(), h.remedies.end(), c) == h.remedies.end())
           h.remedies.push_back(c);
       }
+      // The probe: the first alternative that resolves and removes the cause, that is under
+      // which the hypothesis' constraint holds; else the first that resolves. One process per
+      // CPU's share still oversubscribes when more processes than CPUs run: fewer processes,
+      // where the command exposes their count, is then the probe that tells.
+      Config first_probe;
       for (auto& spec : rule.probes) {
         Config c;
-        if (resolve_assignment(spec, roles, true, comp, procs, c)) {
+        if (!resolve_assignment(spec, roles, true, comp, procs, c)) continue;
+        if (first_probe.empty()) first_probe = c;
+        if (removes_cause(h.constraint, c, procs)) {
           h.probe = c;
           break;
         }
       }
+      if (h.probe.empty()) h.probe = first_probe;
       for (auto& cs : rule.checks) {
         Check c;
         c.signal = cs.signal;
