@@ -477,6 +477,81 @@ TEST(Processes, ImageMagickBatchThroughXargs) {
   EXPECT_EQ(h->verdict, Verdict::Confirmed) << text;
 }
 
+// A composition of corpus contracts by name with what a first run would have counted: `procs`
+// processes at once for `lib`, and a process count `control` the command exposes ("" none).
+Composition counted(const std::vector<std::string>& libs, const std::vector<std::pair<std::string, std::string>>& co_run,
+                    const std::map<std::string, int>& procs, const std::string& control) {
+  NamedComposition req;
+  req.libraries = libs;
+  req.co_run = co_run;
+  req.contract_dirs = {corpus()};
+  Diagnostics d;
+  Composition c = compose_named(req, d);
+  EXPECT_FALSE(d.has_errors()) << d.str();
+  for (auto& [lib, n] : procs) {
+    c.processes[lib] = n;
+    c.process_threads[lib] = 2 * n;
+  }
+  if (!control.empty()) c.process_controls.push_back({control, "2", "", "python3", "argv"});
+  return c;
+}
+
+// The machine facts the hypotheses are written for (SYSPILOT_NCPUS), restored after.
+struct Cpus {
+  explicit Cpus(int n) { ::setenv("SYSPILOT_NCPUS", std::to_string(n).c_str(), 1); }
+  ~Cpus() { ::unsetenv("SYSPILOT_NCPUS"); }
+};
+
+// A probe tests whether a cause is the cause only where it removes it: with more processes
+// than CPUs, one thread each still oversubscribes, and the probe is one process when the
+// command exposes the count; with the count at most the CPUs, the share per process is.
+TEST(Processes, TheProbeIsTheAlternativeThatRemovesTheCause) {
+  auto probe = [](int ncpus, int procs, const std::string& control) {
+    Cpus cpus(ncpus);
+    Composition c = counted({"openblas_pthread"}, {}, {{"openblas_pthread", procs}}, control);
+    Diagnostics d;
+    auto hs = hypothesize(c, d);
+    const Hypothesis* h = find_h(hs, "process_oversubscription:openblas_pthread");
+    EXPECT_NE(h, nullptr) << d.str();
+    return h ? h->probe : Config{};
+  };
+  using C = Config;
+  EXPECT_EQ(probe(2, 4, "NJOBS"), (C{{"NJOBS", "1"}, {"OPENBLAS_NUM_THREADS", "2"}}));
+  EXPECT_EQ(probe(2, 2, "NJOBS"), (C{{"OPENBLAS_NUM_THREADS", "1"}}));
+  EXPECT_EQ(probe(16, 4, "NJOBS"), (C{{"OPENBLAS_NUM_THREADS", "4"}}));
+  EXPECT_EQ(probe(16, 32, "NJOBS"), (C{{"NJOBS", "1"}, {"OPENBLAS_NUM_THREADS", "16"}}));
+  // No count to lower: nothing removes the cause, and the share is still the probe.
+  EXPECT_EQ(probe(2, 4, ""), (C{{"OPENBLAS_NUM_THREADS", "1"}}));
+}
+
+// A co-running side that runs in several processes brings each process' threads: the command's
+// process count joins the hypothesis, first remedy one process with the cores split. A side
+// in one process does not make the count a party.
+TEST(Processes, ACoRunSideInSeveralProcessesBringsTheProcessCount) {
+  Cpus cpus(2);
+  auto corun = [](int gomp_procs, const std::string& control) {
+    Composition c = counted({"libgomp", "openblas_pthread"}, {{"libgomp", "openblas_pthread"}},
+                            {{"libgomp", gomp_procs}, {"openblas_pthread", 1}}, control);
+    Diagnostics d;
+    auto hs = hypothesize(c, d);
+    for (auto& h : hs)
+      if (h.kind == "corun_oversubscription") return h;
+    ADD_FAILURE() << "no co-run hypothesis";
+    return Hypothesis{};
+  };
+  Hypothesis several = corun(3, "NP");
+  EXPECT_NE(std::find(several.controls.begin(), several.controls.end(), "NP"), several.controls.end());
+  ASSERT_FALSE(several.remedies.empty());
+  EXPECT_EQ(several.remedies[0], (Config{{"NP", "1"}, {"OMP_NUM_THREADS", "1"}, {"OPENBLAS_NUM_THREADS", "1"}}));
+  EXPECT_TRUE(has_remedy(several, {{"OMP_NUM_THREADS", "1"}, {"OPENBLAS_NUM_THREADS", "1"}}));
+  for (auto& one : {corun(1, "NP"), corun(3, "")}) {
+    EXPECT_EQ(std::find(one.controls.begin(), one.controls.end(), "NP"), one.controls.end());
+    for (auto& r : one.remedies) EXPECT_EQ(r.count("NP"), 0u) << to_string(r);
+    ASSERT_FALSE(one.remedies.empty());
+    EXPECT_EQ(one.remedies[0], (Config{{"OMP_NUM_THREADS", "1"}, {"OPENBLAS_NUM_THREADS", "1"}}));
+  }
+}
+
 #ifdef SYSPILOT_CLI
 // `syspilot analyze -- ./batch.sh` (a script, not bash script.sh) is analysed, not refused.
 TEST(Processes, CliAnalysesAScript) {
