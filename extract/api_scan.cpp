@@ -83,6 +83,71 @@ struct OptionSetter {
   std::string key_enum;
 };
 
+std::string slurp(const std::string& path, size_t limit);
+
+// A documentation group of a header (Doxygen's `\defgroup NAME Title` ... `@{` ... `@}`): the
+// lines it spans and its title.
+struct DocGroup {
+  unsigned from = 0, to = 0;
+  std::string title;
+};
+
+// The documentation groups of a header's text, innermost last where they nest. A group opened
+// and never closed runs to the end of the file.
+std::vector<DocGroup> doc_groups(const std::string& text) {
+  std::vector<DocGroup> out;
+  std::vector<size_t> open;
+  std::string pending;
+  unsigned line = 0;
+  size_t at = 0;
+  while (at < text.size() && out.size() < 4096) {
+    size_t eol = text.find('\n', at);
+    std::string_view l(text.data() + at, (eol == std::string::npos ? text.size() : eol) - at);
+    at = eol == std::string::npos ? text.size() : eol + 1;
+    ++line;
+    for (std::string_view cmd : {"defgroup", "addtogroup"}) {
+      size_t c = l.find(cmd);
+      if (c == std::string::npos || c == 0 || (l[c - 1] != '\\' && l[c - 1] != '@')) continue;
+      std::string rest(l.substr(c + cmd.size()));
+      std::stringstream ss(rest);
+      std::string name, word, title;
+      ss >> name;
+      while (ss >> word && word != "@{" && word != "\\{" && word != "*/") title += (title.empty() ? "" : " ") + word;
+      pending = title.empty() ? name : title;
+    }
+    if (l.find("@{") != std::string_view::npos || l.find("\\{") != std::string_view::npos) {
+      open.push_back(out.size());
+      out.push_back({line, 0, pending});
+      pending.clear();
+    }
+    if ((l.find("@}") != std::string_view::npos || l.find("\\}") != std::string_view::npos) && !open.empty()) {
+      out[open.back()].to = line;
+      open.pop_back();
+    }
+  }
+  for (size_t i : open) out[i].to = line;
+  return out;
+}
+
+// A setting by where the library's documentation puts it: a call that sets, allows, enables or
+// disables something, declared in a documentation group whose title calls it configuration,
+// settings or options (hwloc's "Topology Detection Configuration and Query": its flags and type
+// filters). A user pointer or a callback set there is plumbing, not a setting (`takes_function`:
+// a parameter is a pointer to a function, git_trace_set's).
+bool documented_setting(const std::string& name, const std::string& group_title, bool takes_function) {
+  if (takes_function) return false;
+  auto title = lpcl::identifier_words(group_title);
+  auto has = [](const std::vector<std::string>& ws, std::initializer_list<const char*> any) {
+    for (auto* w : any)
+      if (std::find(ws.begin(), ws.end(), w) != ws.end()) return true;
+    return false;
+  };
+  if (!has(title, {"configuration", "configuring", "settings", "options", "tuning"})) return false;
+  auto words = lpcl::identifier_words(name);
+  return has(words, {"set", "allow", "enable", "disable"}) &&
+         !has(words, {"userdata", "user", "data", "callback", "callbacks", "handler", "hook"});
+}
+
 // One translation unit covers every public header it includes: those are done afterwards.
 struct Visit {
   const std::map<std::string, std::string>* public_rel;  // real path -> rel
@@ -99,6 +164,7 @@ struct Visit {
   std::map<std::string, std::string>* enum_names;
   std::map<std::string, std::vector<ApiControl>>* enum_values;
   std::vector<OptionSetter>* option_setters;    // `X_opts(int option, ...)`: keyed by an enum's values
+  std::map<std::string, std::vector<DocGroup>>* groups;  // real path -> its documentation groups
 };
 
 // A header that keeps an older API working: its file name says compat, legacy or deprecated.
@@ -249,6 +315,21 @@ CXChildVisitResult visit(CXCursor c, CXCursor, CXClientData data) {
   }
   std::string cat = control_category(name, sig, doc);
   if (cat.empty() && fn && sets_knob(name, *v->knobs)) cat = "setting";
+  if (cat.empty() && k == CXCursor_FunctionDecl && v->groups->size() < 4096) {
+    auto g = v->groups->find(pub->first);
+    if (g == v->groups->end()) g = v->groups->emplace(pub->first, doc_groups(slurp(pub->first, 1u << 20))).first;
+    const DocGroup* inner = nullptr;
+    for (auto& grp : g->second)
+      if (grp.from <= line && line <= grp.to && (!inner || grp.from >= inner->from)) inner = &grp;
+    bool takes_function = false;
+    for (int i = 0, n = clang_Cursor_getNumArguments(c); i < n; ++i) {
+      CXType t = clang_getCanonicalType(clang_getCursorType(clang_Cursor_getArgument(c, static_cast<unsigned>(i))));
+      if (t.kind != CXType_Pointer) continue;
+      CXTypeKind pointee = clang_getCanonicalType(clang_getPointeeType(t)).kind;
+      takes_function |= pointee == CXType_FunctionProto || pointee == CXType_FunctionNoProto;
+    }
+    if (inner && documented_setting(name, inner->title, takes_function)) cat = "setting";
+  }
   if (cat.empty() || !v->seen->insert(name).second) return CXChildVisit_Continue;
   if (k == CXCursor_EnumConstantDecl)
     (*v->enumerators)[v->out->size()] = take(clang_getCursorUSR(clang_getCursorSemanticParent(c)));
@@ -604,6 +685,7 @@ std::vector<ApiControl> scan_headers(const std::vector<std::pair<std::string, st
   std::map<std::string, std::string> enum_names;
   std::map<std::string, std::vector<ApiControl>> enum_values;
   std::vector<OptionSetter> option_setters;
+  std::map<std::string, std::vector<DocGroup>> groups;
   auto start = std::chrono::steady_clock::now();
   for (auto& [path, rel] : order) {
     std::string key = real(path);
@@ -662,7 +744,7 @@ std::vector<ApiControl> scan_headers(const std::vector<std::pair<std::string, st
     }
     std::set<std::string> covered;
     Visit v{&public_rel, &done, &covered, rel, &out, &seen, &knobs, &aliases, &taken_enums, &enumerators,
-            &enum_names, &enum_values, &option_setters};
+            &enum_names, &enum_values, &option_setters, &groups};
     clang_visitChildren(clang_getTranslationUnitCursor(tu), visit, &v);
     done.insert(key);
     done.insert(covered.begin(), covered.end());

@@ -22,7 +22,7 @@ struct ExtractStats {
 
 // Bumped whenever the same tree may yield different facts (new patterns, scopes): what caches
 // facts or skips unchanged inputs keys on it with the source.
-constexpr int kExtractorRevision = 9;
+constexpr int kExtractorRevision = 10;
 
 struct ExtractOptions {
   std::vector<std::string> paths;         // directories or single files (sources, docs, .so)
