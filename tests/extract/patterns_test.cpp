@@ -814,6 +814,37 @@ TEST(ExtractPatterns, ApiReportsLifecyclesAndUntakenEnumeratorsAreNoControls) {
   EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
 }
 
+// A documentation group titled as configuration, settings or options makes its setters settings
+// (set, allow, enable, disable), not its user pointers nor what takes a callback; the same
+// setters in any other group, and queries in the settings group, are no controls. An unclosed
+// group runs to the end of the header.
+TEST(ExtractPatterns, ApiSettersInADocumentedConfigurationGroup) {
+  TempTree t;
+  t.write("include/topo.h",
+          "typedef struct topo_s* topo_t;\n"                                           // 1
+          "typedef void (*topo_log_fn)(const char* msg);\n"                            // 2
+          "/** \\defgroup topo_conf Detection Configuration and Query\n"             // 3
+          " * @{ */\n"                                                                 // 4
+          "int topo_set_flags(topo_t t, unsigned long flags);\n"                       // 5
+          "int topo_allow_kinds(topo_t t, int kinds);\n"                               // 6
+          "unsigned long topo_get_flags(topo_t t);\n"                                  // 7
+          "void topo_set_userdata(topo_t t, void* data);\n"                            // 8
+          "int topo_set_logger(topo_t t, topo_log_fn fn);\n"                           // 9
+          "/** @} */\n"                                                                // 10
+          "/** @defgroup topo_edit Editing a loaded topology\n"                         // 11
+          " * @{ */\n"                                                                 // 12
+          "int topo_set_name(topo_t t, const char* name);\n"                           // 13
+          "/** @} */\n"                                                                // 14
+          "/** @defgroup topo_opts Runtime options\n"                                  // 15
+          " * @{ */\n"                                                                 // 16
+          "int topo_enable_cache(topo_t t, int on);\n");                               // 17
+  Facts f = run(t, "all", true);
+  std::set<std::string> got = api_lines(f);
+  std::set<std::string> want = {"topo_set_flags setting include/topo.h:5", "topo_allow_kinds setting include/topo.h:6",
+                                "topo_enable_cache setting include/topo.h:17"};
+  EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
+}
+
 // 6. Python without the suffix: LLVM lit's test configurations are read, as test code wherever
 // they sit, their @NAME@ templates too; SCons scripts are build code. An INI-style setup.cfg
 // is not Python and names nothing.
