@@ -34,6 +34,13 @@ bool contains_any(const std::string& s, std::initializer_list<const char*> words
   return false;
 }
 
+// Whether one of `any` is a whole word of `words` (lpcl::identifier_words of a name or a title).
+bool has_any_word(const std::vector<std::string>& words, std::initializer_list<const char*> any) {
+  for (auto* w : any)
+    if (std::find(words.begin(), words.end(), w) != words.end()) return true;
+  return false;
+}
+
 // Doc comment text without the comment markers.
 std::string clean_doc(std::string raw) {
   std::string out;
@@ -83,7 +90,15 @@ struct OptionSetter {
   std::string key_enum;
 };
 
-std::string slurp(const std::string& path, size_t limit);
+// At most `limit` bytes of a file.
+std::string slurp(const std::string& path, size_t limit = std::string::npos) {
+  std::ifstream in(path, std::ios::binary);
+  if (limit == std::string::npos) return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string s(limit, '\0');
+  in.read(s.data(), static_cast<std::streamsize>(limit));
+  s.resize(static_cast<size_t>(in.gcount()));
+  return s;
+}
 
 // A documentation group of a header (Doxygen's `\defgroup NAME Title` ... `@{` ... `@}`): the
 // lines it spans and its title.
@@ -132,20 +147,25 @@ std::vector<DocGroup> doc_groups(const std::string& text) {
 // A setting by where the library's documentation puts it: a call that sets, allows, enables or
 // disables something, declared in a documentation group whose title calls it configuration,
 // settings or options (hwloc's "Topology Detection Configuration and Query": its flags and type
-// filters). A user pointer or a callback set there is plumbing, not a setting (`takes_function`:
-// a parameter is a pointer to a function, git_trace_set's).
-bool documented_setting(const std::string& name, const std::string& group_title, bool takes_function) {
-  if (takes_function) return false;
-  auto title = lpcl::identifier_words(group_title);
-  auto has = [](const std::vector<std::string>& ws, std::initializer_list<const char*> any) {
-    for (auto* w : any)
-      if (std::find(ws.begin(), ws.end(), w) != ws.end()) return true;
+// filters). A user pointer or a callback set there is plumbing, not a setting (a call that takes
+// a function, git_trace_set, is left out by the caller: see takes_function).
+bool documented_setting(const std::string& name, const std::string& group_title) {
+  if (!has_any_word(lpcl::identifier_words(group_title), {"configuration", "configuring", "settings", "options", "tuning"}))
     return false;
-  };
-  if (!has(title, {"configuration", "configuring", "settings", "options", "tuning"})) return false;
   auto words = lpcl::identifier_words(name);
-  return has(words, {"set", "allow", "enable", "disable"}) &&
-         !has(words, {"userdata", "user", "data", "callback", "callbacks", "handler", "hook"});
+  return has_any_word(words, {"set", "allow", "enable", "disable"}) &&
+         !has_any_word(words, {"userdata", "user", "data", "callback", "callbacks", "handler", "hook"});
+}
+
+// Whether a function takes a pointer to a function (a callback) among its parameters.
+bool takes_function(CXCursor fn) {
+  for (int i = 0, n = clang_Cursor_getNumArguments(fn); i < n; ++i) {
+    CXType t = clang_getCanonicalType(clang_getCursorType(clang_Cursor_getArgument(fn, static_cast<unsigned>(i))));
+    if (t.kind != CXType_Pointer) continue;
+    CXTypeKind pointee = clang_getCanonicalType(clang_getPointeeType(t)).kind;
+    if (pointee == CXType_FunctionProto || pointee == CXType_FunctionNoProto) return true;
+  }
+  return false;
 }
 
 // One translation unit covers every public header it includes: those are done afterwards.
@@ -321,14 +341,7 @@ CXChildVisitResult visit(CXCursor c, CXCursor, CXClientData data) {
     const DocGroup* inner = nullptr;
     for (auto& grp : g->second)
       if (grp.from <= line && line <= grp.to && (!inner || grp.from >= inner->from)) inner = &grp;
-    bool takes_function = false;
-    for (int i = 0, n = clang_Cursor_getNumArguments(c); i < n; ++i) {
-      CXType t = clang_getCanonicalType(clang_getCursorType(clang_Cursor_getArgument(c, static_cast<unsigned>(i))));
-      if (t.kind != CXType_Pointer) continue;
-      CXTypeKind pointee = clang_getCanonicalType(clang_getPointeeType(t)).kind;
-      takes_function |= pointee == CXType_FunctionProto || pointee == CXType_FunctionNoProto;
-    }
-    if (inner && documented_setting(name, inner->title, takes_function)) cat = "setting";
+    if (inner && documented_setting(name, inner->title) && !takes_function(c)) cat = "setting";
   }
   if (cat.empty() || !v->seen->insert(name).second) return CXChildVisit_Continue;
   if (k == CXCursor_EnumConstantDecl)
@@ -420,16 +433,6 @@ std::string unconfigure_text(const std::string& s) {
     out += s[i];
   }
   return out;
-}
-
-// At most `limit` bytes of a file.
-std::string slurp(const std::string& path, size_t limit = std::string::npos) {
-  std::ifstream in(path, std::ios::binary);
-  if (limit == std::string::npos) return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::string s(limit, '\0');
-  in.read(s.data(), static_cast<std::streamsize>(limit));
-  s.resize(static_cast<size_t>(in.gcount()));
-  return s;
 }
 
 std::string unconfigure(const std::string& path) { return unconfigure_text(slurp(path)); }
@@ -551,11 +554,7 @@ std::string control_category(const std::string& name, const std::string& sig, co
   std::string n = lower(name), s = lower(sig);
   std::string params = s.find('(') != std::string::npos ? s.substr(s.find('(')) : "";
   std::vector<std::string> words = lpcl::identifier_words(name);
-  auto has_word = [&](std::initializer_list<const char*> ws) {
-    for (auto* w : ws)
-      if (std::find(words.begin(), words.end(), w) != words.end()) return true;
-    return false;
-  };
+  auto has_word = [&](std::initializer_list<const char*> ws) { return has_any_word(words, ws); };
   // a call that runs work on a pool (vips_threadpool_run, a task arena's execute) configures
   // nothing: what it runs is the program's
   if (has_word({"run", "execute", "submit", "enqueue"})) return "";
