@@ -469,7 +469,7 @@ TEST(Processes, ImageMagickBatchThroughXargs) {
   const Hypothesis* h = find_h(a.hypotheses, "process_oversubscription:libgomp");
   ASSERT_NE(h, nullptr) << text;
   EXPECT_EQ(h->constraint, "NPROC * OMP_NUM_THREADS <= ncores");
-  ASSERT_EQ(h->evidence.size(), 2u) << text;
+  ASSERT_EQ(h->evidence.size(), 3u) << text;
   EXPECT_TRUE(h->evidence[0].passed) << text;  // lib_threads_max > ncpus
   std::cout << "ImageMagick: " << to_string(h->verdict) << " (" << h->reason << "), outside load " << load << "\n";
   if (h->verdict != Verdict::Confirmed && load > 0.3)
