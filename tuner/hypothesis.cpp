@@ -210,6 +210,16 @@ struct Party {
 struct ProcessFacts {
   std::string control;  // the command's process-count control ("" when it exposes none)
   int count = 1;        // most processes of the tuple's parties at once (at least 1)
+  int fewest = 1;       // fewest processes one of the tuple's parties ran in (at least 1)
+  size_t parties = 1;   // how many parties the tuple has
+
+  // Whether the command's process count is a control of the hypothesis (`$processes`): the
+  // command exposes one, a party ran in several processes at once, and fewer processes change
+  // what the hypothesis is about: one party's processes x threads, or the share of the machine
+  // between parties that run in different numbers of processes (convert under `xargs -P` beside
+  // one numpy process). Where every party runs in the same workers, fewer processes scale them
+  // all alike and leave the split between them as it was.
+  bool count_is_control() const { return !control.empty() && count >= 2 && (parties == 1 || fewest < count); }
 };
 
 std::string loc_line(const ContractUse* u, const SourceLoc& loc, const std::string& what) {
@@ -390,9 +400,8 @@ bool resolve_assignment(const std::map<std::string, std::string>& spec,
                         const ProcessFacts& procs, Config& out) {
   for (auto& [key, raw] : spec) {
     std::string value = rule_value(raw, procs);
-    if (key == "$processes") {  // the command's process count: only when it exposes one and
-      // a party of the hypothesis ran in several processes at once (it counts theirs)
-      if (procs.control.empty() || procs.count < 2) return false;
+    if (key == "$processes") {  // the command's process count, where it is the hypothesis' control
+      if (!procs.count_is_control()) return false;
       out[procs.control] = value;
       continue;
     }
@@ -440,9 +449,9 @@ bool resolve_assignment(const std::map<std::string, std::string>& spec,
 // measured where the probe leaves it, the machine's facts; a name without a value (a control
 // left at a default the constraint cannot know) does not decide, and neither does an empty or
 // unparsable constraint: both count as holding.
-bool removes_cause(const std::string& constraint, const Config& probe, const ProcessFacts& procs) {
+bool removes_cause(const std::string& constraint, const Config& probe, const ProcessFacts& procs,
+                   std::map<std::string, double> names) {
   if (constraint.empty()) return true;
-  std::map<std::string, double> names = MachineFacts::detect().names();
   if (!procs.control.empty()) names[procs.control] = procs.count;
   for (auto& [k, v] : probe) {
     double n = 0;
@@ -471,6 +480,8 @@ std::vector<Hypothesis> hypothesize(const Composition& comp, Diagnostics& diags,
     return nullptr;
   };
   int ncpus = online_cpus();
+  // The machine's names (ncpus, ncores, ...) for deciding which probe removes a cause.
+  const std::map<std::string, double> machine_names = MachineFacts::detect().names();
   std::set<std::string> ids;
   for (auto& rule : rs) {
     // Candidate tuples with the reason they are considered.
@@ -541,16 +552,20 @@ std::vector<Hypothesis> hypothesize(const Composition& comp, Diagnostics& diags,
       for (auto* p : tuple) h.libraries.push_back(p->name);
       ProcessFacts procs;
       if (!comp.process_controls.empty()) procs.control = comp.process_controls.front().name;
-      for (auto* p : tuple) procs.count = std::max(procs.count, p->processes);
+      procs.parties = tuple.size();
+      procs.fewest = std::max(1, tuple.front()->processes);
+      for (auto* p : tuple) {
+        procs.count = std::max(procs.count, p->processes);
+        procs.fewest = std::min(procs.fewest, std::max(1, p->processes));
+      }
       bool ok = true;
       h.symptom = expand(rule.symptom, roles, ok, "the library", procs);  // "(sized by the library)"
       ok = true;
       h.constraint = expand(rule.constraint, roles, ok, "", procs);
       if (!ok) h.constraint.clear();
       for (auto& spec : rule.controls) {
-        if (spec == "$processes") {  // the command's process count, when it exposes one and
-          // counts the processes some party of the hypothesis ran in
-          if (!procs.control.empty() && procs.count >= 2 &&
+        if (spec == "$processes") {  // the command's process count, where it is the hypothesis' control
+          if (procs.count_is_control() &&
               std::find(h.controls.begin(), h.controls.end(), procs.control) == h.controls.end())
             h.controls.push_back(procs.control);
           continue;
@@ -580,7 +595,7 @@ std::vector<Hypothesis> hypothesize(const Composition& comp, Diagnostics& diags,
         Config c;
         if (!resolve_assignment(spec, roles, true, comp, procs, c)) continue;
         if (first_probe.empty()) first_probe = c;
-        if (removes_cause(h.constraint, c, procs)) {
+        if (removes_cause(h.constraint, c, procs, machine_names)) {
           h.probe = c;
           break;
         }
