@@ -439,6 +439,40 @@ TEST(Processes, BatchOfOpenMpProcessesIsOversubscribed) {
   EXPECT_EQ(h->verdict, Verdict::Confirmed) << "outside load up to " << load << " cores\n" << text;
 }
 
+// Twice as many jobs at once as CPUs, each a short OpenMP loop and then a long serial part:
+// with more processes than CPUs only one process at a time removes the cause, and that probe
+// empties the run queue but serialises the jobs' serial parts, so the run is about twice as
+// slow. The oversubscription is real and is not what limits the run: refuted on the run time.
+TEST(Processes, AProbeThatEmptiesTheRunQueueButRunsSlowerRefutes) {
+  if (online_cpus() < 2) GTEST_SKIP() << "one CPU";
+  Scratch s;
+  const int n = online_cpus();
+  const std::string omp = program("omp_loop");
+  std::string script = s.write("serial_tail.sh",
+                               "#!/bin/sh\n"
+                               "seq 1 " + std::to_string(2 * n) + " | \\\n"
+                               "  xargs -I @ -P \"${NPROC:-" + std::to_string(2 * n) + "}\" sh -c '" + omp +
+                                   " 3 100000 @; OMP_NUM_THREADS=1 " + omp + " 500 100000 @'\n",
+                               true);
+  AnalyzeOptions o = batch_options({"/bin/sh", script});
+  Analysis a;
+  double load = outside_load([&] { a = analyze(o); });
+  std::string text = to_text(a);
+  const Hypothesis* h = find_h(a.hypotheses, "process_oversubscription:libgomp");
+  ASSERT_NE(h, nullptr) << text;
+  EXPECT_EQ(h->probe, (std::map<std::string, std::string>{{"NPROC", "1"}, {"OMP_NUM_THREADS", std::to_string(n)}}))
+      << text;
+  const Evidence* wall = nullptr;
+  for (auto& e : h->evidence)
+    if (e.signal == "probe.wall_ratio") wall = &e;
+  ASSERT_NE(wall, nullptr) << text;
+  // Work beside the test takes the CPUs that running the jobs at once would use.
+  if (wall->passed && load > 0.3) GTEST_SKIP() << "outside load up to " << load << " cores: " << h->reason;
+  EXPECT_FALSE(wall->passed) << text;
+  EXPECT_LT(wall->value, 0.85) << text;
+  EXPECT_EQ(h->verdict, Verdict::Refuted) << text;
+}
+
 // One process at a time (NPROC=1): libgomp never runs in two processes at once; no hypothesis.
 TEST(Processes, OneProcessAtATimeDerivesNothing) {
   Scratch s;
@@ -550,6 +584,34 @@ TEST(Processes, ACoRunSideInSeveralProcessesBringsTheProcessCount) {
     ASSERT_FALSE(one.remedies.empty());
     EXPECT_EQ(one.remedies[0], (Config{{"OMP_NUM_THREADS", "1"}, {"OPENBLAS_NUM_THREADS", "1"}}));
   }
+}
+
+// Both co-running sides in the same workers (OpenMP and OpenBLAS in each of three processes):
+// fewer processes scale both alike, so the count is no control of the co-run; it stays the
+// process oversubscription's, one per side.
+TEST(Processes, CoRunSidesInTheSameWorkersLeaveTheCountToProcessOversubscription) {
+  Cpus cpus(2);
+  Composition c = counted({"libgomp", "openblas_pthread"}, {{"libgomp", "openblas_pthread"}},
+                          {{"libgomp", 3}, {"openblas_pthread", 3}}, "NP");
+  Diagnostics d;
+  auto hs = hypothesize(c, d);
+  int coruns = 0, process_rules = 0;
+  for (auto& h : hs) {
+    const bool names_count = std::find(h.controls.begin(), h.controls.end(), "NP") != h.controls.end();
+    if (h.kind == "corun_oversubscription") {
+      ++coruns;
+      EXPECT_FALSE(names_count) << h.id;
+      for (auto& r : h.remedies) EXPECT_EQ(r.count("NP"), 0u) << h.id << ": " << to_string(r);
+      ASSERT_FALSE(h.remedies.empty());
+      EXPECT_EQ(h.remedies[0], (Config{{"OMP_NUM_THREADS", "1"}, {"OPENBLAS_NUM_THREADS", "1"}}));
+    }
+    if (h.kind == "process_oversubscription") {
+      ++process_rules;
+      EXPECT_TRUE(names_count) << h.id;
+    }
+  }
+  EXPECT_EQ(coruns, 1) << d.str();
+  EXPECT_EQ(process_rules, 2) << d.str();
 }
 
 #ifdef SYSPILOT_CLI
