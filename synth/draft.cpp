@@ -379,6 +379,28 @@ std::string params_of(const std::string& sig) {
   return p == "void" ? "" : p;
 }
 
+// A parameter that counts threads: "int num_threads", "int nthreads", "int max_concurrency_",
+// "size_t max_allowed_parallelism". Its name says what the call sets, whatever the function's
+// own name suggests (a task arena's constructor takes the threads that may work in it). A count
+// of workers is not one: workers help the calling thread, and none (0) is a valid count
+// (zstd's nbWorkers).
+bool thread_count_param(const std::string& param) {
+  static const std::regex count(R"((?:^|[\s*&])(?:max_|num_|n_?|nb_?)?(?:threads|concurrency|parallelism)_?\s*$)",
+                                std::regex::icase);
+  static const std::regex integer(R"(\b(?:int|long|short|unsigned|size_t|u?int\d+_t)\b)");
+  return param.find('*') == std::string::npos && std::regex_search(param, integer) && std::regex_search(param, count);
+}
+
+bool takes_thread_count(const std::string& params) {
+  for (size_t p = 0; p <= params.size();) {
+    size_t e = params.find(',', p);
+    if (e == std::string::npos) e = params.size();
+    if (thread_count_param(params.substr(p, e - p))) return true;
+    p = e + 1;
+  }
+  return false;
+}
+
 }  // namespace
 
 Expr literal_expr(const std::string& text, const Type& t) {
@@ -605,12 +627,22 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     ctl.how.kind = lpcl::ControlKind::Kind::Api;
     ctl.how.params = params_of(a.signature);
     ctl.type.kind = Type::Kind::Int;
-    if (!role->resource.empty()) ctl.sets.push_back(role->resource);
+    // A count of threads among the parameters decides what the call sets, and bounds it as the
+    // environment's thread counts are bounded.
+    const bool counts_threads = takes_thread_count(ctl.how.params);
+    if (counts_threads) {
+      ctl.sets.push_back("cpu.threads");
+      ctl.domain.kind = lpcl::Domain::Kind::Range;
+      ctl.domain.lo = int_expr(1);
+      ctl.domain.hi = name_expr("ncpus");
+    } else if (!role->resource.empty()) {
+      ctl.sets.push_back(role->resource);
+    }
     ctl.read_at = lpcl::ReadAt::Call;
     ctl.doc = trim_doc(a.doc);
     ctl.prov = extracted({fact_ref(a.file, a.line)});
     if (role->role == "spin") any_spin = true;
-    if (role->role == "arena") any_arena = true;
+    if (role->role == "arena" && !counts_threads) any_arena = true;
     if (role->role == "device") any_device = true;
     c.controls.push_back(std::move(ctl));
   }
