@@ -389,5 +389,39 @@ TEST(SynthChecks, QueriesBySignatureAndDocumentation) {
   EXPECT_NE(std::find(repairs.begin(), repairs.end(), "dropped query foox_planner_nthreads"), repairs.end());
 }
 
+// A parameter that counts threads (num_threads, nthreads, max_concurrency) makes the call a
+// thread-count setter in [1, ncpus], as the environment's thread counts are, whatever the
+// function's name suggests (an arena's constructor); a count of workers may be 0 and an unnamed
+// or otherwise named integer says nothing of what it counts.
+TEST(SynthChecks, AParameterThatCountsThreadsBoundsTheSetter) {
+  extract::Facts f;
+  f.library = "pool";
+  f.api_controls = {
+      {"pool_set_num_threads", "void pool_set_num_threads(int num_threads)", "threads", "pool.h", 3, "", "library"},
+      {"pool_plan_with_nthreads", "void pool_plan_with_nthreads(int nthreads)", "threads", "pool.h", 4, "", "library"},
+      {"work_arena::work_arena", "work_arena::work_arena(int max_concurrency_, unsigned int reserved)", "allocator",
+       "pool.h", 5, "", "library"},
+      {"pool_set_workers", "void pool_set_workers(pool_t *p, int nbWorkers)", "threads", "pool.h", 6, "", "library"},
+      {"pool_set_thread_limit", "void pool_set_thread_limit(int)", "threads", "pool.h", 7, "", "library"},
+  };
+  f.binaries.push_back({"/usr/lib/libpool.so.1", "libpool.so.1", {}, {}, {}, {}});
+  auto r = synthesize(f, options("pool"));
+  EXPECT_TRUE(r.converged) << r.open.str() << "\n" << r.text;
+  for (const char* n : {"pool_set_num_threads", "pool_plan_with_nthreads", "work_arena.work_arena"}) {
+    const lpcl::Control* c = r.contract.find_control(n);
+    ASSERT_NE(c, nullptr) << n << "\n" << r.text;
+    EXPECT_EQ(c->domain.kind, lpcl::Domain::Kind::Range) << n << "\n" << r.text;
+    EXPECT_EQ(lpcl::format(*c->domain.lo), "1") << n;
+    EXPECT_EQ(lpcl::format(*c->domain.hi), "ncpus") << n;
+    EXPECT_EQ(c->sets, std::vector<std::string>{"cpu.threads"}) << n << ": the count decides over the name";
+  }
+  for (const char* n : {"pool_set_workers", "pool_set_thread_limit"}) {
+    const lpcl::Control* c = r.contract.find_control(n);
+    ASSERT_NE(c, nullptr) << n << "\n" << r.text;
+    EXPECT_EQ(c->domain.kind, lpcl::Domain::Kind::None) << n << "\n" << r.text;
+  }
+  EXPECT_EQ(r.text.find("allocates_arenas"), std::string::npos) << "an arena of threads holds no memory\n" << r.text;
+}
+
 }  // namespace
 }  // namespace syspilot::synth
