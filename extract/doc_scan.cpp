@@ -179,6 +179,80 @@ std::string strip_line(std::string l, const std::string& fmt, bool& skip_block, 
   return l;
 }
 
+// An rst section underline: a run of one punctuation mark ("OMP_DYNAMIC" over `"""""""""""`).
+bool rst_underline(const std::string& l) {
+  if (l.size() < 3 || !std::ispunct(static_cast<unsigned char>(l[0]))) return false;
+  return l.find_first_not_of(l[0]) == std::string::npos;
+}
+
+// Reference pages in reStructuredText give each variable a section: the name is the heading,
+// and its default and values stand in the paragraphs below it ("| **Default:** ``false``",
+// "The values for this variable are ``serial``, ``turnaround``, or ``throughput``"), which never
+// repeat the name. One mention per such section carries "NAME: " and those sentences, the
+// "Default:" fields first, so that what is said of the variable stays with it.
+void rst_sections(const std::string& rel, std::string_view text, std::vector<DocMention>& out) {
+  std::vector<std::string> lines;
+  for (size_t pos = 0; pos <= text.size();) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string l(text.substr(pos, nl - pos));
+    if (!l.empty() && l.back() == '\r') l.pop_back();
+    lines.push_back(std::move(l));
+    pos = nl + 1;
+  }
+  auto heading = [&](size_t i) {
+    return i + 1 < lines.size() && !lines[i].empty() && lines[i][0] != ' ' && !rst_underline(lines[i]) &&
+           rst_underline(lines[i + 1]);
+  };
+  for (size_t h = 0; h < lines.size(); ++h) {
+    if (!heading(h)) continue;
+    // "OMP_PROC_BIND (Windows, Linux)": the heading's first word, when it is the whole name
+    std::string name = lines[h].substr(0, lines[h].find(' '));
+    auto names = knob_names_in(name);
+    if (names.size() != 1 || names[0] != name) continue;
+    std::vector<std::string> fields, said;
+    std::string para;
+    bool skip = false, in_tag = false;
+    auto sentences = [&](const std::string& p) {
+      for (size_t st = 0; st < p.size();) {
+        size_t e = p.find(". ", st);
+        e = e == std::string::npos ? p.size() : e + 1;
+        std::string x = p.substr(st, e - st);
+        st = e;
+        x.erase(0, std::min(x.find_first_not_of(' '), x.size()));
+        std::string low = x;
+        for (auto& c : low) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (low.rfind("default:", 0) == 0) fields.push_back(x);
+        else if (low.find("default") != std::string::npos || low.find("values") != std::string::npos) said.push_back(x);
+      }
+    };
+    size_t end = h + 2;
+    for (; end < lines.size() && !heading(end); ++end) {
+      std::string l = strip_line(lines[end], "rst", skip, in_tag);
+      // a line block item ("| Default: ...") is a sentence of its own
+      bool item = l.rfind("| ", 0) == 0;
+      if (item) l = l.substr(2);
+      if (item || l.find_first_not_of(" \t") == std::string::npos) {
+        sentences(para);
+        para.clear();
+      }
+      if (l.find_first_not_of(" \t") == std::string::npos) continue;
+      para += (para.empty() ? "" : " ") + l.substr(l.find_first_not_of(" \t"));
+      if (item) {
+        sentences(para);
+        para.clear();
+      }
+    }
+    sentences(para);
+    if (fields.empty() && said.empty()) continue;
+    std::string sentence = name + ":";
+    for (auto* v : {&fields, &said})
+      for (auto& x : *v) sentence += " " + x;
+    if (sentence.size() > 400) sentence = sentence.substr(0, 400) + "...";
+    out.push_back({name, sentence, rel, static_cast<int>(h + 1), "rst"});
+  }
+}
+
 }  // namespace
 
 std::vector<DocMention> scan_doc(const std::string& rel, std::string_view text, const std::string& fmt) {
@@ -239,6 +313,7 @@ std::vector<DocMention> scan_doc(const std::string& rel, std::string_view text, 
     if (pos > text.size()) break;
   }
   flush();
+  if (fmt == "rst") rst_sections(rel, text, out);
   return out;
 }
 
