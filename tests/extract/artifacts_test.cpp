@@ -167,3 +167,23 @@ TEST(ExtractDocs, TagsSplitAcrossLinesStayOutOfSentences) {
   EXPECT_TRUE(capped);
   EXPECT_TRUE(narenas) << "a bare < in prose is text";
 }
+
+// A variable's rst section: the heading names it, the paragraphs below give its default and
+// values without naming it again; one mention carries them after "NAME:", the field first.
+TEST(ExtractDocs, RstSectionCarriesItsDefaultAndValues) {
+  std::string rst =
+      "Variables\n=========\n\n"
+      "FIXLIB_WAIT_MODE (Linux)\n\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\n\n"
+      "Selects how idle workers wait. The values for this variable are ``spin``, ``yield``, or ``sleep``.\n\n"
+      "| **Default:** ``yield``\n| **Example:** ``FIXLIB_WAIT_MODE=spin``\n\n"
+      "Not a variable\n\"\"\"\"\"\"\"\"\"\"\"\"\"\"\n\nThe default here is 3.\n";
+  auto ms = docs::scan_doc("runtime.rst", rst, "rst");
+  const DocMention* section = nullptr;
+  for (const auto& m : ms)
+    if (m.name == "FIXLIB_WAIT_MODE" && m.sentence.rfind("FIXLIB_WAIT_MODE:", 0) == 0) section = &m;
+  ASSERT_NE(section, nullptr);
+  EXPECT_EQ(section->line, 4);
+  EXPECT_EQ(section->sentence,
+            "FIXLIB_WAIT_MODE: Default: yield The values for this variable are spin, yield, or sleep.");
+  for (const auto& m : ms) EXPECT_EQ(m.sentence.find("default here"), std::string::npos) << m.sentence;
+}
