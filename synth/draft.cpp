@@ -297,31 +297,77 @@ bool pool_size_knob(const lpcl::Control& c) {
 }
 
 // What documentation says of one variable in the clause it introduces ("NAME: 1 to 16 (default
-// 1; 2 on AWS)", "NAME=... 64, 128, 256 or 512"): its range or its values, its default, and
-// whether the threads it counts run on a GPU ("CUDA threads per block"). Only the clause right
-// after "NAME:" or "NAME=" up to the next variable's name counts, so a default stated for a
-// neighbour in the same sentence is not taken.
+// 1; 2 on AWS)", "NAME=... 64, 128, 256 or 512", "NAME: FASTEST_FIRST or PCI_BUS_ID (default
+// FASTEST_FIRST)", "NAME: Default: throughput The values for this variable are serial,
+// turnaround, or throughput"): its range or its values, its default, and whether the threads it
+// counts run on a GPU ("CUDA threads per block"). Only the clause right after "NAME:" or "NAME="
+// up to the next variable's name counts (the variable's own values aside), so a default stated
+// for a neighbour in the same sentence is not taken. Examples that assign a word ("NAME=active"
+// ... "NAME=passive") are values too, wherever the name stands.
 struct DocSpec {
   std::optional<long long> lo, hi, def;
   std::vector<long long> values;
+  std::vector<std::string> words;     // values that are words: enum{serial, turnaround, throughput}
+  std::vector<std::string> assigned;  // words written as NAME=word
+  std::vector<std::string> def_words; // defaults stated as words, in the order stated
+  bool def_ncpus = false;             // "Default: the number of processors", "one thread per CPU"
   bool gpu_threads = false;
 };
 
+// "serial, turnaround, or throughput" at the start of `text`, ending the list's clause.
+std::vector<std::string> word_list(const std::string& text) {
+  static const std::regex list_re(
+      R"(^\s*([A-Za-z][\w-]*(?:\s*,\s*[A-Za-z][\w-]*)*)\s*,?\s+or\s+([A-Za-z][\w-]*)\s*(?:[.;,)(]|$))");
+  std::smatch m;
+  if (!std::regex_search(text, m, list_re)) return {};
+  std::vector<std::string> out;
+  std::string list = m[1].str();
+  static const std::regex word(R"([A-Za-z][\w-]*)");
+  for (auto it = std::sregex_iterator(list.begin(), list.end(), word); it != std::sregex_iterator(); ++it)
+    out.push_back(it->str());
+  out.push_back(m[2].str());
+  return out;
+}
+
 DocSpec doc_spec(const std::string& name, const std::string& sentence) {
   DocSpec out;
+  static const std::regex assign_re(R"(^=([A-Za-z][\w-]*)(?![\w(]))");
+  for (size_t at = sentence.find(name); at != std::string::npos; at = sentence.find(name, at + 1)) {
+    if (at > 0 && (std::isalnum(static_cast<unsigned char>(sentence[at - 1])) || sentence[at - 1] == '_')) continue;
+    std::smatch a;
+    const std::string after = sentence.substr(at + name.size(), 64);
+    if (std::regex_search(after, a, assign_re) &&
+        std::find(out.assigned.begin(), out.assigned.end(), a[1].str()) == out.assigned.end())
+      out.assigned.push_back(a[1].str());
+  }
   for (size_t at = sentence.find(name); at != std::string::npos; at = sentence.find(name, at + 1)) {
     if (at > 0 && (std::isalnum(static_cast<unsigned char>(sentence[at - 1])) || sentence[at - 1] == '_')) continue;
     size_t i = at + name.size();
     while (i < sentence.size() && (sentence[i] == '`' || sentence[i] == '*' || sentence[i] == ' ')) ++i;
     if (i >= sentence.size() || (sentence[i] != ':' && sentence[i] != '=')) continue;
     std::string clause = sentence.substr(i + 1);
-    // up to the next variable's name (an upper-case word with an underscore)
+    // the values as a list right after the name, or after "values are", "values:", "one of"
+    out.words = word_list(clause);
+    static const std::regex values_intro(R"(\b(?:values|one of)\b[^.:]*?(?:\bare\b|:)\s*)", std::regex::icase);
+    for (auto it = std::sregex_iterator(clause.begin(), clause.end(), values_intro);
+         out.words.empty() && it != std::sregex_iterator(); ++it)
+      out.words = word_list(clause.substr(static_cast<size_t>(it->position(0) + it->length(0))));
+    // up to the next variable's name (an upper-case word with an underscore) that is no value of this one
     static const std::regex next_name(R"(\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b)");
-    std::smatch m;
-    if (std::regex_search(clause, m, next_name)) clause = clause.substr(0, static_cast<size_t>(m.position(0)));
+    for (auto it = std::sregex_iterator(clause.begin(), clause.end(), next_name); it != std::sregex_iterator(); ++it)
+      if (std::find(out.words.begin(), out.words.end(), it->str()) == out.words.end()) {
+        clause = clause.substr(0, static_cast<size_t>(it->position(0)));
+        break;
+      }
     if (clause.size() > 400) clause = clause.substr(0, 400);
-    static const std::regex set_re(R"(^\s*(-?\d+(?:\s*,\s*-?\d+)+)\s*,?\s*(?:or|and)\s*(-?\d+)\b)");
+    std::smatch m;
+    static const std::regex set_re(R"(^\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*,?\s*(?:or|and)\s*(-?\d+)\b)");
     static const std::regex default_re(R"(\bdefault(?:s to|:| is| value is| value)?\s*(-?\d+)\b)", std::regex::icase);
+    static const std::regex default_word(R"(\bdefault(?:s to|:| is| value is| value)?\s*\(?([A-Za-z][\w-]*))",
+                                         std::regex::icase);
+    static const std::regex default_ncpus(
+        R"(\bdefault\b[^.]*?\b(?:number of (?:processors|cpus|cores|logical cpus|hardware threads)|one thread per (?:cpu|core|processor)))",
+        std::regex::icase);
     if (std::regex_search(clause, m, set_re)) {
       std::string list = m[1].str();
       for (size_t p = 0; p < list.size();) {
@@ -336,6 +382,9 @@ DocSpec doc_spec(const std::string& name, const std::string& sentence) {
       out.hi = range->second;
     }
     if (std::regex_search(clause, m, default_re)) out.def = std::atoll(m[1].str().c_str());
+    for (auto it = std::sregex_iterator(clause.begin(), clause.end(), default_word); it != std::sregex_iterator(); ++it)
+      out.def_words.push_back((*it)[1].str());
+    out.def_ncpus = std::regex_search(clause, default_ncpus);
     std::string low = clause;
     for (auto& c : low) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     for (const char* w : {"gpu threads", "cuda threads", "threads per block", "threads per cuda block", "per cuda block"})
@@ -518,6 +567,11 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     DocSpec spec = doc_spec(d.name, d.sentence);
     if (!k.spec.lo && !k.spec.def && k.spec.values.empty()) k.spec.lo = spec.lo, k.spec.hi = spec.hi, k.spec.values = spec.values;
     if (!k.spec.def) k.spec.def = spec.def;
+    if (k.spec.words.empty()) k.spec.words = spec.words;
+    for (auto& w : spec.assigned)
+      if (std::find(k.spec.assigned.begin(), k.spec.assigned.end(), w) == k.spec.assigned.end()) k.spec.assigned.push_back(w);
+    k.spec.def_words.insert(k.spec.def_words.end(), spec.def_words.begin(), spec.def_words.end());
+    k.spec.def_ncpus |= spec.def_ncpus;
     k.spec.gpu_threads |= spec.gpu_threads;
   }
   for (auto& b : facts.binaries)
@@ -545,6 +599,30 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     ctl.name = name;
     ctl.how.kind = lpcl::ControlKind::Kind::Env;
     ctl.type = type_for(k.code_type, role ? &*role : nullptr, name);
+    // Values the documentation names as words make the type, unless the code reads it as a type
+    // of its own: an enum of them, or a switch when they are true and false. A debugging or
+    // display variable keeps the type of the value its introspection signal sets.
+    const bool introspect = role && role->role == "introspect";
+    if (!introspect && (k.code_type.empty() || k.code_type == "unknown")) {
+      // Words assigned in examples are its values when the documented default is one of them
+      // (OMP_WAIT_POLICY=active, =passive; default passive), not when it is some other form.
+      std::vector<std::string> words = k.spec.words;
+      const auto& as = k.spec.assigned;
+      const bool examples_are_values =
+          words.empty() && as.size() >= 2 && std::any_of(k.spec.def_words.begin(), k.spec.def_words.end(), [&](auto& d) {
+            return std::find(as.begin(), as.end(), d) != as.end();
+          });
+      if (examples_are_values) words = as;
+      const bool switch_words = std::all_of(words.begin(), words.end(), [](auto& w) { return w == "true" || w == "false"; });
+      if (!words.empty() && switch_words) {
+        ctl.type = {};
+        ctl.type.kind = Type::Kind::Bool;
+      } else if (!words.empty()) {
+        ctl.type = {};
+        ctl.type.kind = Type::Kind::Enum;
+        ctl.type.enumerators = words;
+      }
+    }
     // threads the docs say run on a GPU (CUDA threads per block) are no CPU threads
     const bool gpu_side = k.spec.gpu_threads && role && role->role == "threads";
     if (role && !role->resource.empty() && !gpu_side) ctl.sets.push_back(role->resource);
@@ -565,12 +643,25 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
       ctl.domain.hi = int_expr(*k.spec.hi);
     }
     if (k.code_default.empty() && k.spec.def && ctl.type.kind == Type::Kind::Int) k.code_default = std::to_string(*k.spec.def);
+    // A default stated in words: one of an enum's values, or true/false of a switch.
+    for (auto& w : k.spec.def_words) {
+      if (!k.code_default.empty()) break;
+      const auto& en = ctl.type.enumerators;
+      if ((ctl.type.kind == Type::Kind::Enum && std::find(en.begin(), en.end(), w) != en.end()) ||
+          (ctl.type.kind == Type::Kind::Bool && (w == "true" || w == "false")))
+        k.code_default = w;
+    }
     if (!k.code_default.empty()) {
       Expr d = literal_expr(k.code_default, ctl.type);
       long long v = 0;
       const bool below_domain = ctl.domain.kind == lpcl::Domain::Kind::Range && parses_int(k.code_default, &v) && v < 1;
       // A 0 default on a thread count is the "unset" sentinel, not a value: the demand says what happens.
+      if (ctl.type.kind == Type::Kind::Enum) d.kind = Expr::Kind::Name;
       if (!below_domain && (d.kind != Expr::Kind::String || ctl.type.kind == Type::Kind::String)) ctl.default_value = d;
+    } else if (k.spec.def_ncpus && ctl.type.kind == Type::Kind::Int && ctl.domain.kind == lpcl::Domain::Kind::Range &&
+               ctl.domain.hi && ctl.domain.hi->kind == Expr::Kind::Name && ctl.domain.hi->text == "ncpus") {
+      // "Default: the number of processors": a thread count's default is the whole machine.
+      ctl.default_value = name_expr("ncpus");
     }
     if (k.in_code) ctl.read_at = lpcl::ReadAt::Init;
     ctl.doc = k.doc;
