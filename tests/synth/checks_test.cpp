@@ -423,5 +423,60 @@ TEST(SynthChecks, AParameterThatCountsThreadsBoundsTheSetter) {
   EXPECT_EQ(r.text.find("allocates_arenas"), std::string::npos) << "an arena of threads holds no memory\n" << r.text;
 }
 
+// Values and defaults the documentation states in words: an enum of the listed words with its
+// default, a switch's default, example assignments as values when the default is among them,
+// "Default: the number of processors" as ncpus, "0 or 1" as a set; a debugging variable keeps
+// the type of its signal, and a default stated for a neighbour is not taken.
+TEST(SynthChecks, DocumentedWordsMakeEnumsAndDefaults) {
+  extract::Facts f;
+  f.library = "rt";
+  f.doc_mentions = {
+      mention("RT_DEVICE_ORDER", "- RT_DEVICE_ORDER: FASTEST_FIRST or PCI_BUS_ID (default FASTEST_FIRST); sorts devices.",
+              "rt.md", 3),
+      mention("RT_SPIN_MODE", "RT_SPIN_MODE: Default: throughput The values for this variable are serial, turnaround, or throughput.",
+              "rt.rst", 10),
+      mention("RT_WAIT_POLICY", "RT_WAIT_POLICY: Default: passive", "rt.rst", 20),
+      mention("RT_WAIT_POLICY", "RT_WAIT_POLICY=active is an alias for RT_SPIN_MODE=turnaround, and RT_WAIT_POLICY=passive is an alias for RT_SPIN_MODE=throughput.",
+              "rt.rst", 22),
+      mention("RT_NESTED", "RT_NESTED: Default: false", "rt.rst", 30),
+      mention("RT_NUM_THREADS", "RT_NUM_THREADS: Default: The number of processors visible to the operating system.",
+              "rt.rst", 40),
+      mention("RT_LAUNCH_BLOCKING", "- RT_LAUNCH_BLOCKING: 0 or 1 (default 0); serialises launches.", "rt.md", 50),
+      mention("RT_DEBUG", "- RT_DEBUG: VERSION, WARN, INFO or TRACE; what the runtime logs.", "rt.md", 60),
+      mention("RT_PROC_BIND", "RT_PROC_BIND: close or spread. RT_NESTED: default true.", "rt.md", 70),
+  };
+  f.binaries.push_back({"/usr/lib/librt.so.1", "librt.so.1", {}, {}, {}, {}});
+  auto r = synthesize(f, options("rt"));
+  EXPECT_TRUE(r.converged) << r.open.str() << "\n" << r.text;
+  auto text = [&](const char* n) {
+    const lpcl::Control* c = r.contract.find_control(n);
+    EXPECT_NE(c, nullptr) << n << "\n" << r.text;
+    if (!c) return std::string();
+    lpcl::Control bare = *c;
+    bare.prov = {};
+    bare.doc.clear();
+    lpcl::Contract one;
+    one.name = "x";
+    one.version = "0";
+    one.controls.push_back(bare);
+    std::string t = lpcl::format(one);
+    auto at = t.find("control ");
+    std::string line;
+    for (char ch : t.substr(at, t.find(';', at) - at))
+      if (!(std::isspace(static_cast<unsigned char>(ch)) && (line.empty() || line.back() == ' '))) line += ch == '\n' ? ' ' : ch;
+    return line;
+  };
+  EXPECT_EQ(text("RT_DEVICE_ORDER"), "control RT_DEVICE_ORDER : env enum{FASTEST_FIRST, PCI_BUS_ID} default FASTEST_FIRST sets gpu.device");
+  EXPECT_NE(text("RT_SPIN_MODE").find("enum{serial, turnaround, throughput} default throughput"), std::string::npos)
+      << text("RT_SPIN_MODE");
+  EXPECT_NE(text("RT_WAIT_POLICY").find("enum{active, passive} default passive"), std::string::npos) << text("RT_WAIT_POLICY");
+  EXPECT_NE(text("RT_NESTED").find("bool default false"), std::string::npos) << text("RT_NESTED");
+  EXPECT_NE(text("RT_NUM_THREADS").find("int in [1, ncpus] default ncpus"), std::string::npos) << text("RT_NUM_THREADS");
+  EXPECT_NE(text("RT_LAUNCH_BLOCKING").find("int in {0, 1} default 0"), std::string::npos) << text("RT_LAUNCH_BLOCKING");
+  EXPECT_NE(text("RT_DEBUG").find("env int"), std::string::npos) << "a debugging variable keeps its signal's type: "
+                                                                 << text("RT_DEBUG");
+  EXPECT_EQ(text("RT_PROC_BIND").find("default"), std::string::npos) << "the neighbour's default: " << text("RT_PROC_BIND");
+}
+
 }  // namespace
 }  // namespace syspilot::synth
