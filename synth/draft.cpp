@@ -663,7 +663,10 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
       // "Default: the number of processors": a thread count's default is the whole machine.
       ctl.default_value = name_expr("ncpus");
     }
-    if (k.in_code) ctl.read_at = lpcl::ReadAt::Init;
+    // Read where the code reads it, or named among the shared object's strings: a runtime that
+    // holds a variable's name reads it when it starts (libgomp's initialize_env, libomp's
+    // __kmp_env_initialize); prose alone says nothing of when.
+    if (k.in_code || k.in_binary) ctl.read_at = lpcl::ReadAt::Init;
     ctl.doc = k.doc;
     ctl.prov = extracted(k.in_code ? k.code_refs : k.doc_refs);
     c.controls.push_back(std::move(ctl));
