@@ -478,5 +478,25 @@ TEST(SynthChecks, DocumentedWordsMakeEnumsAndDefaults) {
   EXPECT_EQ(text("RT_PROC_BIND").find("default"), std::string::npos) << "the neighbour's default: " << text("RT_PROC_BIND");
 }
 
+// A variable named among the shared object's strings is read when the library starts, as one
+// read in code is; a variable only the documentation names says nothing of when.
+TEST(SynthChecks, AVariableAmongTheObjectsStringsIsReadAtInit) {
+  extract::Facts f;
+  f.library = "rt";
+  f.binaries.push_back({"/usr/lib/librt.so.1", "librt.so.1", {}, {}, {}, {"RT_NUM_THREADS", "RT_PROC_BIND"}});
+  f.doc_mentions = {mention("RT_SPIN_COUNT", "Set the environment variable RT_SPIN_COUNT to the spins before sleeping.",
+                            "rt.md", 3)};
+  auto r = synthesize(f, options("rt"));
+  EXPECT_TRUE(r.converged) << r.open.str() << "\n" << r.text;
+  for (const char* n : {"RT_NUM_THREADS", "RT_PROC_BIND"}) {
+    const lpcl::Control* c = r.contract.find_control(n);
+    ASSERT_NE(c, nullptr) << n << "\n" << r.text;
+    EXPECT_EQ(c->read_at, lpcl::ReadAt::Init) << n << "\n" << r.text;
+  }
+  const lpcl::Control* doc_only = r.contract.find_control("RT_SPIN_COUNT");
+  ASSERT_NE(doc_only, nullptr) << r.text;
+  EXPECT_NE(doc_only->read_at, lpcl::ReadAt::Init) << r.text;
+}
+
 }  // namespace
 }  // namespace syspilot::synth
