@@ -708,6 +708,22 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     c.controls.push_back(std::move(ctl));
   }
 
+  // Classes whose constructor takes a count of threads (task_arena(max_concurrency)): the class
+  // and its members act on those threads, whatever their names suggest.
+  std::set<std::string> thread_classes;
+  for (auto& a : facts.api_controls) {
+    const auto sep = a.name.rfind("::");
+    if (sep == std::string::npos || sep == 0) continue;
+    const std::string cls = a.name.substr(0, sep);
+    const auto outer = cls.rfind("::");
+    const bool constructor = a.name.substr(sep + 2) == (outer == std::string::npos ? cls : cls.substr(outer + 2));
+    if (constructor && takes_thread_count(params_of(a.signature))) thread_classes.insert(lpcl_name(cls));
+  }
+  auto of_thread_class = [&](const std::string& n) {
+    for (auto& k : thread_classes)
+      if (n == k || n.rfind(k + ".", 0) == 0) return true;
+    return false;
+  };
   // API controls come only from declared functions (headers, exports), never from prose.
   for (auto& a : facts.api_controls) {
     auto role = classify_knob(a.name, a.category);
@@ -723,12 +739,15 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     ctl.type.kind = Type::Kind::Int;
     // A count of threads among the parameters decides what the call sets, and bounds it as the
     // environment's thread counts are bounded.
-    const bool counts_threads = takes_thread_count(ctl.how.params);
-    if (counts_threads) {
-      ctl.sets.push_back("cpu.threads");
+    const bool own_count = takes_thread_count(ctl.how.params);
+    const bool counts_threads = own_count || of_thread_class(name);
+    if (own_count) {
       ctl.domain.kind = lpcl::Domain::Kind::Range;
       ctl.domain.lo = int_expr(1);
       ctl.domain.hi = name_expr("ncpus");
+    }
+    if (counts_threads) {
+      ctl.sets.push_back("cpu.threads");
     } else if (!role->resource.empty()) {
       ctl.sets.push_back(role->resource);
     }
