@@ -389,24 +389,30 @@ TEST(SynthChecks, QueriesBySignatureAndDocumentation) {
   EXPECT_NE(std::find(repairs.begin(), repairs.end(), "dropped query foox_planner_nthreads"), repairs.end());
 }
 
+// The draft of a small "pool" library from its declared functions alone.
+SynthResult draft_pool(std::vector<extract::ApiControl> api) {
+  extract::Facts f;
+  f.library = "pool";
+  f.api_controls = std::move(api);
+  f.binaries.push_back({"/usr/lib/libpool.so.1", "libpool.so.1", {}, {}, {}, {}});
+  auto r = synthesize(f, options("pool"));
+  EXPECT_TRUE(r.converged) << r.open.str() << "\n" << r.text;
+  return r;
+}
+
 // A parameter that counts threads (num_threads, nthreads, max_concurrency) makes the call a
 // thread-count setter in [1, ncpus], as the environment's thread counts are, whatever the
 // function's name suggests (an arena's constructor); a count of workers may be 0 and an unnamed
 // or otherwise named integer says nothing of what it counts.
 TEST(SynthChecks, AParameterThatCountsThreadsBoundsTheSetter) {
-  extract::Facts f;
-  f.library = "pool";
-  f.api_controls = {
+  auto r = draft_pool({
       {"pool_set_num_threads", "void pool_set_num_threads(int num_threads)", "threads", "pool.h", 3, "", "library"},
       {"pool_plan_with_nthreads", "void pool_plan_with_nthreads(int nthreads)", "threads", "pool.h", 4, "", "library"},
       {"work_arena::work_arena", "work_arena::work_arena(int max_concurrency_, unsigned int reserved)", "allocator",
        "pool.h", 5, "", "library"},
       {"pool_set_workers", "void pool_set_workers(pool_t *p, int nbWorkers)", "threads", "pool.h", 6, "", "library"},
       {"pool_set_thread_limit", "void pool_set_thread_limit(int)", "threads", "pool.h", 7, "", "library"},
-  };
-  f.binaries.push_back({"/usr/lib/libpool.so.1", "libpool.so.1", {}, {}, {}, {}});
-  auto r = synthesize(f, options("pool"));
-  EXPECT_TRUE(r.converged) << r.open.str() << "\n" << r.text;
+  });
   for (const char* n : {"pool_set_num_threads", "pool_plan_with_nthreads", "work_arena.work_arena"}) {
     const lpcl::Control* c = r.contract.find_control(n);
     ASSERT_NE(c, nullptr) << n << "\n" << r.text;
@@ -496,6 +502,27 @@ TEST(SynthChecks, AVariableAmongTheObjectsStringsIsReadAtInit) {
   const lpcl::Control* doc_only = r.contract.find_control("RT_SPIN_COUNT");
   ASSERT_NE(doc_only, nullptr) << r.text;
   EXPECT_NE(doc_only->read_at, lpcl::ReadAt::Init) << r.text;
+}
+
+// A class whose constructor takes a count of threads acts on threads: the class and its members
+// set cpu.threads whatever the name rule says ("arena"); another class's members do not.
+TEST(SynthChecks, AClassBuiltWithAThreadCountActsOnThreads) {
+  auto r = draft_pool({
+      {"work_arena", "class work_arena", "allocator", "pool.h", 3, "", "library"},
+      {"work_arena::work_arena", "work_arena::work_arena(int max_concurrency_, unsigned int reserved)", "allocator",
+       "pool.h", 5, "", "library"},
+      {"work_arena::initialize", "void work_arena::initialize()", "allocator", "pool.h", 6, "", "library"},
+      {"memory_arena::reserve", "void memory_arena::reserve(size_t bytes)", "allocator", "pool.h", 8, "", "library"},
+  });
+  for (const char* n : {"work_arena", "work_arena.initialize"}) {
+    const lpcl::Control* c = r.contract.find_control(n);
+    ASSERT_NE(c, nullptr) << n << "\n" << r.text;
+    EXPECT_EQ(c->sets, std::vector<std::string>{"cpu.threads"}) << n << "\n" << r.text;
+    EXPECT_EQ(c->domain.kind, lpcl::Domain::Kind::None) << n << ": no count of its own\n" << r.text;
+  }
+  const lpcl::Control* other = r.contract.find_control("memory_arena.reserve");
+  ASSERT_NE(other, nullptr) << r.text;
+  EXPECT_EQ(other->sets, std::vector<std::string>{"mem.arenas"}) << r.text;
 }
 
 }  // namespace
