@@ -93,6 +93,15 @@ Expr int_expr(long long v) {
 
 namespace {
 
+// 1 to ncpus: the domain of a count of CPU threads, set in the environment or through a call.
+lpcl::Domain thread_count_domain() {
+  lpcl::Domain d;
+  d.kind = lpcl::Domain::Kind::Range;
+  d.lo = int_expr(1);
+  d.hi = name_expr("ncpus");
+  return d;
+}
+
 bool parses_int(const std::string& s, long long* out = nullptr) {
   if (s.empty()) return false;
   char* end = nullptr;
@@ -329,19 +338,26 @@ std::vector<std::string> word_list(const std::string& text) {
   return out;
 }
 
+// Where `name` stands in `sentence` as a word of its own (not the tail of a longer identifier).
+std::vector<size_t> standalone_at(const std::string& name, const std::string& sentence) {
+  std::vector<size_t> out;
+  for (size_t at = sentence.find(name); at != std::string::npos; at = sentence.find(name, at + 1))
+    if (at == 0 || !(std::isalnum(static_cast<unsigned char>(sentence[at - 1])) || sentence[at - 1] == '_')) out.push_back(at);
+  return out;
+}
+
 DocSpec doc_spec(const std::string& name, const std::string& sentence) {
   DocSpec out;
   static const std::regex assign_re(R"(^=([A-Za-z][\w-]*)(?![\w(]))");
-  for (size_t at = sentence.find(name); at != std::string::npos; at = sentence.find(name, at + 1)) {
-    if (at > 0 && (std::isalnum(static_cast<unsigned char>(sentence[at - 1])) || sentence[at - 1] == '_')) continue;
+  const std::vector<size_t> occurrences = standalone_at(name, sentence);
+  for (size_t at : occurrences) {
     std::smatch a;
     const std::string after = sentence.substr(at + name.size(), 64);
     if (std::regex_search(after, a, assign_re) &&
         std::find(out.assigned.begin(), out.assigned.end(), a[1].str()) == out.assigned.end())
       out.assigned.push_back(a[1].str());
   }
-  for (size_t at = sentence.find(name); at != std::string::npos; at = sentence.find(name, at + 1)) {
-    if (at > 0 && (std::isalnum(static_cast<unsigned char>(sentence[at - 1])) || sentence[at - 1] == '_')) continue;
+  for (size_t at : occurrences) {
     size_t i = at + name.size();
     while (i < sentence.size() && (sentence[i] == '`' || sentence[i] == '*' || sentence[i] == ' ')) ++i;
     if (i >= sentence.size() || (sentence[i] != ':' && sentence[i] != '=')) continue;
@@ -385,8 +401,7 @@ DocSpec doc_spec(const std::string& name, const std::string& sentence) {
     for (auto it = std::sregex_iterator(clause.begin(), clause.end(), default_word); it != std::sregex_iterator(); ++it)
       out.def_words.push_back((*it)[1].str());
     out.def_ncpus = std::regex_search(clause, default_ncpus);
-    std::string low = clause;
-    for (auto& c : low) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string low = lower(clause);
     for (const char* w : {"gpu threads", "cuda threads", "threads per block", "threads per cuda block", "per cuda block"})
       if (low.find(w) != std::string::npos) out.gpu_threads = true;
     return out;
@@ -626,11 +641,7 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     // threads the docs say run on a GPU (CUDA threads per block) are no CPU threads
     const bool gpu_side = k.spec.gpu_threads && role && role->role == "threads";
     if (role && !role->resource.empty() && !gpu_side) ctl.sets.push_back(role->resource);
-    if (role && role->role == "threads" && ctl.type.kind == Type::Kind::Int && !gpu_side) {
-      ctl.domain.kind = lpcl::Domain::Kind::Range;
-      ctl.domain.lo = int_expr(1);
-      ctl.domain.hi = name_expr("ncpus");
-    }
+    if (role && role->role == "threads" && ctl.type.kind == Type::Kind::Int && !gpu_side) ctl.domain = thread_count_domain();
     // the range or the values the docs give, on a number
     if (ctl.type.kind == Type::Kind::Int && !k.spec.values.empty()) {
       ctl.domain = {};
@@ -655,8 +666,8 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
       Expr d = literal_expr(k.code_default, ctl.type);
       long long v = 0;
       const bool below_domain = ctl.domain.kind == lpcl::Domain::Kind::Range && parses_int(k.code_default, &v) && v < 1;
+      if (ctl.type.kind == Type::Kind::Enum) d.kind = Expr::Kind::Name;  // an enumerator, not a string
       // A 0 default on a thread count is the "unset" sentinel, not a value: the demand says what happens.
-      if (ctl.type.kind == Type::Kind::Enum) d.kind = Expr::Kind::Name;
       if (!below_domain && (d.kind != Expr::Kind::String || ctl.type.kind == Type::Kind::String)) ctl.default_value = d;
     } else if (k.spec.def_ncpus && ctl.type.kind == Type::Kind::Int && ctl.domain.kind == lpcl::Domain::Kind::Range &&
                ctl.domain.hi && ctl.domain.hi->kind == Expr::Kind::Name && ctl.domain.hi->text == "ncpus") {
@@ -741,11 +752,7 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     // environment's thread counts are bounded.
     const bool own_count = takes_thread_count(ctl.how.params);
     const bool counts_threads = own_count || of_thread_class(name);
-    if (own_count) {
-      ctl.domain.kind = lpcl::Domain::Kind::Range;
-      ctl.domain.lo = int_expr(1);
-      ctl.domain.hi = name_expr("ncpus");
-    }
+    if (own_count) ctl.domain = thread_count_domain();
     if (counts_threads) {
       ctl.sets.push_back("cpu.threads");
     } else if (!role->resource.empty()) {
