@@ -253,6 +253,22 @@ void rst_sections(const std::string& rel, std::string_view text, std::vector<Doc
   }
 }
 
+// "the default", "defaults to", "default to 1": a sentence that says what holds when nothing is set.
+bool states_default(const std::string& sentence) {
+  for (size_t at = sentence.find("efault"); at != std::string::npos; at = sentence.find("efault", at + 1))
+    if (at > 0 && (sentence[at - 1] == 'd' || sentence[at - 1] == 'D') && (at < 2 || !ident_char(sentence[at - 2]))) return true;
+  return false;
+}
+
+// "This option is disabled by default": the sentence speaks of what its entry is about.
+bool speaks_of_subject(const std::string& sentence) {
+  std::string low = sentence;
+  for (auto& c : low) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* w : {"this option", "this variable", "this setting", "this parameter", "this function"})
+    if (low.find(w) != std::string::npos) return true;
+  return false;
+}
+
 }  // namespace
 
 std::vector<DocMention> scan_doc(const std::string& rel, std::string_view text, const std::string& fmt) {
@@ -264,6 +280,13 @@ std::vector<DocMention> scan_doc(const std::string& rel, std::string_view text, 
     if (para.empty()) return;
     // split into sentences at ". ", "? ", "! " and keep the line each starts on
     size_t s = 0;
+    // A sentence that names no knob but states a default speaks of knobs named before it in its
+    // paragraph, and is reported for each as "NAME: sentence", so that the default stays with
+    // them: of the paragraph's subject, the names of its first sentence that named any, when it
+    // says "this option" (a reference entry: "opt.tcache (bool) ... This option is enabled by
+    // default"); else of the names of the last sentence that named any ("If neither variable is
+    // set, the default number of threads is 1", "an nthreads argument of 1 (the default)").
+    std::vector<std::string> first_named, last_named;
     while (s < para.size()) {
       size_t e = s;
       while (e < para.size()) {
@@ -275,14 +298,19 @@ std::vector<DocMention> scan_doc(const std::string& rel, std::string_view text, 
       }
       std::string sentence = para.substr(s, e - s);
       auto names = knob_names_in(sentence);
+      int line = starts.front().second;
+      for (auto& [off, ln] : starts)
+        if (off <= s) line = ln;
+      size_t a = sentence.find_first_not_of(' ');
+      sentence = a == std::string::npos ? "" : sentence.substr(a);
+      if (sentence.size() > 400) sentence = sentence.substr(0, 400) + "...";
       if (!names.empty()) {
-        int line = starts.front().second;
-        for (auto& [off, ln] : starts)
-          if (off <= s) line = ln;
-        size_t a = sentence.find_first_not_of(' ');
-        sentence = a == std::string::npos ? "" : sentence.substr(a);
-        if (sentence.size() > 400) sentence = sentence.substr(0, 400) + "...";
         for (auto& n : names) out.push_back({n, sentence, rel, line, fmt});
+        if (first_named.empty()) first_named = names;
+        last_named = names;
+      } else if (!last_named.empty() && states_default(sentence)) {
+        for (auto& n : speaks_of_subject(sentence) ? first_named : last_named)
+          out.push_back({n, n + ": " + sentence, rel, line, fmt});
       }
       s = e;
     }
