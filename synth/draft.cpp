@@ -321,20 +321,30 @@ struct DocSpec {
   std::vector<std::string> def_words; // defaults stated as words, in the order stated
   bool def_ncpus = false;             // "Default: the number of processors", "one thread per CPU"
   bool gpu_threads = false;
+  // "If neither variable is set, the default number of threads is 1": what holds when none of
+  // the variables a sentence speaks of is set (a fallback chain's end).
+  std::optional<long long> none_set;
 };
 
-// "serial, turnaround, or throughput" at the start of `text`, ending the list's clause.
-std::vector<std::string> word_list(const std::string& text) {
+// "serial, turnaround, or throughput" at the start of `text`, ending the list's clause. A list
+// that goes on "or a list of ..." gives its words and sets `more`.
+std::vector<std::string> word_list(const std::string& text, bool* more = nullptr) {
   static const std::regex list_re(
       R"(^\s*([A-Za-z][\w-]*(?:\s*,\s*[A-Za-z][\w-]*)*)\s*,?\s+or\s+([A-Za-z][\w-]*)\s*(?:[.;,)(]|$))");
+  static const std::regex open_re(R"(^\s*([A-Za-z][\w-]*(?:\s*,\s*[A-Za-z][\w-]*)+)\s*,?\s+or\s+an?\s+[^.]*\blist\b)");
   std::smatch m;
-  if (!std::regex_search(text, m, list_re)) return {};
+  const bool closed = std::regex_search(text, m, list_re);
+  if (more) *more = false;
+  if (!closed) {
+    if (!std::regex_search(text, m, open_re)) return {};
+    if (more) *more = true;
+  }
   std::vector<std::string> out;
   std::string list = m[1].str();
   static const std::regex word(R"([A-Za-z][\w-]*)");
   for (auto it = std::sregex_iterator(list.begin(), list.end(), word); it != std::sregex_iterator(); ++it)
     out.push_back(it->str());
-  out.push_back(m[2].str());
+  if (closed) out.push_back(m[2].str());
   return out;
 }
 
@@ -362,12 +372,22 @@ DocSpec doc_spec(const std::string& name, const std::string& sentence) {
     while (i < sentence.size() && (sentence[i] == '`' || sentence[i] == '*' || sentence[i] == ' ')) ++i;
     if (i >= sentence.size() || (sentence[i] != ':' && sentence[i] != '=')) continue;
     std::string clause = sentence.substr(i + 1);
-    // the values as a list right after the name, or after "values are", "values:", "one of"
-    out.words = word_list(clause);
+    // the values as a list right after the name, or after "values are", "values:", "one of"; a
+    // list that ends "or a list ..." ("true, false, or a comma separated list, each element of
+    // which is one of the following values: master, close, spread, or primary") has the values
+    // of the list it introduces as well
+    bool more = false;
+    out.words = word_list(clause, &more);
     static const std::regex values_intro(R"(\b(?:values|one of)\b[^.:]*?(?:\bare\b|:)\s*)", std::regex::icase);
     for (auto it = std::sregex_iterator(clause.begin(), clause.end(), values_intro);
-         out.words.empty() && it != std::sregex_iterator(); ++it)
-      out.words = word_list(clause.substr(static_cast<size_t>(it->position(0) + it->length(0))));
+         (out.words.empty() || more) && it != std::sregex_iterator(); ++it) {
+      bool open = false;
+      auto ws = word_list(clause.substr(static_cast<size_t>(it->position(0) + it->length(0))), &open);
+      if (ws.empty()) continue;
+      for (auto& w : ws)
+        if (std::find(out.words.begin(), out.words.end(), w) == out.words.end()) out.words.push_back(w);
+      more = open;
+    }
     // up to the next variable's name (an upper-case word with an underscore) that is no value of this one
     static const std::regex next_name(R"(\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b)");
     for (auto it = std::sregex_iterator(clause.begin(), clause.end(), next_name); it != std::sregex_iterator(); ++it)
@@ -378,7 +398,12 @@ DocSpec doc_spec(const std::string& name, const std::string& sentence) {
     if (clause.size() > 400) clause = clause.substr(0, 400);
     std::smatch m;
     static const std::regex set_re(R"(^\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*,?\s*(?:or|and)\s*(-?\d+)\b)");
-    static const std::regex default_re(R"(\bdefault(?:s to|:| is| value is| value)?\s*(-?\d+)\b)", std::regex::icase);
+    static const std::regex default_re(R"(\bdefault(?:s to| to|:| is| value is| value)?\s*(-?\d+)\b)", std::regex::icase);
+    // "an nthreads argument of 1 (the default)": the value the parenthesis calls the default
+    static const std::regex default_paren(R"((-?\d+)\s*\((?:the )?default\))", std::regex::icase);
+    static const std::regex default_paren_word(R"(\b([A-Za-z][\w-]*)\s*\((?:the )?default\))", std::regex::icase);
+    static const std::regex none_set_re(R"(\b(?:neither|none)\b[^.]*?\bset\b[^.]*?\b(?:is|are|to|of)\s+(-?\d+)\b)",
+                                        std::regex::icase);
     static const std::regex default_word(R"(\bdefault(?:s to|:| is| value is| value)?\s*\(?([A-Za-z][\w-]*))",
                                          std::regex::icase);
     static const std::regex default_ncpus(
@@ -397,9 +422,13 @@ DocSpec doc_spec(const std::string& name, const std::string& sentence) {
       out.lo = range->first;
       out.hi = range->second;
     }
-    if (std::regex_search(clause, m, default_re)) out.def = std::atoll(m[1].str().c_str());
+    if (std::regex_search(clause, m, default_re) || std::regex_search(clause, m, default_paren))
+      out.def = std::atoll(m[1].str().c_str());
     for (auto it = std::sregex_iterator(clause.begin(), clause.end(), default_word); it != std::sregex_iterator(); ++it)
       out.def_words.push_back((*it)[1].str());
+    for (auto it = std::sregex_iterator(clause.begin(), clause.end(), default_paren_word); it != std::sregex_iterator(); ++it)
+      out.def_words.push_back((*it)[1].str());
+    if (std::regex_search(clause, m, none_set_re)) out.none_set = std::atoll(m[1].str().c_str());
     out.def_ncpus = std::regex_search(clause, default_ncpus);
     const std::string low = lower(clause);
     for (const char* w : {"gpu threads", "cuda threads", "threads per block", "threads per cuda block", "per cuda block"})
@@ -518,6 +547,28 @@ std::string per_call_flag(const std::string& name, const extract::Facts& facts) 
   return "";
 }
 
+// "fftwf" beside "fftw": the same function for another precision or element type, one letter
+// added to the name's first part, the rest and the parameters the same.
+bool variant_of(const extract::ApiControl& a, const extract::ApiControl& b) {
+  const auto ua = a.name.find('_'), ub = b.name.find('_');
+  if (ua == std::string::npos || ub == std::string::npos || a.name.substr(ua) != b.name.substr(ub)) return false;
+  const std::string ha = a.name.substr(0, ua), hb = b.name.substr(0, ub);
+  const std::string& shorter = ha.size() < hb.size() ? ha : hb;
+  const std::string& longer = ha.size() < hb.size() ? hb : ha;
+  return longer.size() == shorter.size() + 1 && longer.rfind(shorter, 0) == 0 &&
+         params_of(a.signature) == params_of(b.signature);
+}
+
+// The default the documentation gives a function's value, said of it or of a variant of it.
+std::optional<long long> documented_call_default(const extract::ApiControl& a, const extract::Facts& facts,
+                                                 const std::map<std::string, DocSpec>& call_docs) {
+  if (auto d = call_docs.find(a.name); d != call_docs.end() && d->second.def) return d->second.def;
+  for (auto& other : facts.api_controls)
+    if (auto d = call_docs.find(other.name); d != call_docs.end() && d->second.def && variant_of(a, other))
+      return d->second.def;
+  return std::nullopt;
+}
+
 lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& opts) {
   lpcl::Contract c;
   c.name = contract_name(facts, opts);
@@ -546,11 +597,16 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
   };
   std::map<std::string, OptionKnob> option_knobs;
   std::map<std::string, Knob> knobs;
+  std::map<std::string, DocSpec> call_docs;  // what the documentation says of a function's value
   // With the library's own code at hand, its reads are the evidence: a name its code never reads
   // and its binary does not hold is most often a build variable (MAX_THREADS=24 in a build line)
   // or another library's knob (OMP_PLACES in OpenBLAS's FAQ). Documentation alone speaks for any
-  // name only when no code was read (CUDA's documented variables, an installed man page).
-  bool code_read = false;
+  // name only when no code was read (CUDA's documented variables, an installed man page). Code
+  // that starts the library's threads is its code at hand as well, though it reads no variable:
+  // then the names its documentation mentions are other libraries' (FFTW's manual on the
+  // OMP_NUM_THREADS of an OpenMP program).
+  bool code_read = std::any_of(facts.threading.begin(), facts.threading.end(),
+                               [](auto& t) { return !harness_file(t.file); });
   for (auto& e : facts.env_vars) {
     if (harness_file(e.file)) continue;
     code_read = true;
@@ -569,7 +625,12 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
       if (ok.doc.empty()) ok.doc = trim_doc(d.sentence);
       continue;
     }
-    if (!env_shaped(d.name)) continue;
+    if (!env_shaped(d.name)) {
+      DocSpec spec = doc_spec(d.name, d.sentence);
+      auto& cd = call_docs[d.name];
+      if (!cd.def) cd.def = spec.def;
+      continue;
+    }
     const bool runtime = runtime_sentence(d.sentence);
     if (!runtime && !knobs.count(d.name)) continue;
     auto& k = knobs[d.name];
@@ -588,6 +649,7 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     k.spec.def_words.insert(k.spec.def_words.end(), spec.def_words.begin(), spec.def_words.end());
     k.spec.def_ncpus |= spec.def_ncpus;
     k.spec.gpu_threads |= spec.gpu_threads;
+    if (!k.spec.none_set) k.spec.none_set = spec.none_set;
   }
   for (auto& b : facts.binaries)
     for (auto& s : b.knob_strings) {
@@ -633,6 +695,14 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
         ctl.type = {};
         ctl.type.kind = Type::Kind::Bool;
       } else if (!words.empty()) {
+        // A switch with more values ("true, false, or a list of ..."): its switch values come
+        // first, in a switch's order (false, true), then the others as listed.
+        if (std::find(words.begin(), words.end(), "true") != words.end() &&
+            std::find(words.begin(), words.end(), "false") != words.end()) {
+          std::erase(words, std::string("true"));
+          std::erase(words, std::string("false"));
+          words.insert(words.begin(), {"false", "true"});
+        }
         ctl.type = {};
         ctl.type.kind = Type::Kind::Enum;
         ctl.type.enumerators = words;
@@ -753,6 +823,14 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     const bool own_count = takes_thread_count(ctl.how.params);
     const bool counts_threads = own_count || of_thread_class(name);
     if (own_count) ctl.domain = thread_count_domain();
+    // The value the documentation calls the default ("an nthreads argument of 1 (the default)"),
+    // said of this function or of its variant for another precision, within the domain.
+    if (auto def = documented_call_default(a, facts, call_docs)) {
+      long long lo = 0;
+      const bool below = ctl.domain.kind == lpcl::Domain::Kind::Range && ctl.domain.lo &&
+                         parses_int(ctl.domain.lo->text, &lo) && *def < lo;
+      if (!below) ctl.default_value = int_expr(*def);
+    }
     if (counts_threads) {
       ctl.sets.push_back("cpu.threads");
     } else if (!role->resource.empty()) {
@@ -832,12 +910,19 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     return rank(a) != rank(b) ? rank(a) < rank(b) : a->name < b->name;
   });
   if (!chain.empty()) {
-    // with none of them set, the pool has the last one's stated default (NCCL's socket helper
-    // threads: 1), and the whole machine where none is stated
+    // with none of them set, the pool has what the documentation says holds then ("if neither
+    // variable is set, the default number of threads is 1"), else the last one's stated default
+    // (NCCL's socket helper threads: 1), and the whole machine where none is stated
     Expr e = name_expr("ncpus");
     long long last_default = 0;
-    if (chain.back()->default_value && chain.back()->default_value->kind == Expr::Kind::Int &&
-        parses_int(chain.back()->default_value->text, &last_default) && last_default >= 1)
+    std::optional<long long> none_set;
+    for (auto* ctl : chain)
+      if (auto k = knobs.find(ctl->name); !none_set && k != knobs.end() && k->second.spec.none_set && *k->second.spec.none_set >= 1)
+        none_set = k->second.spec.none_set;
+    if (none_set)
+      e = int_expr(*none_set);
+    else if (chain.back()->default_value && chain.back()->default_value->kind == Expr::Kind::Int &&
+             parses_int(chain.back()->default_value->text, &last_default) && last_default >= 1)
       e = int_expr(last_default);
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
       Expr b;
