@@ -298,10 +298,12 @@ std::vector<DocMention> scan_doc(const std::string& rel, std::string_view text, 
       }
       std::string sentence = para.substr(s, e - s);
       auto names = knob_names_in(sentence);
+      // the line the sentence's first word stands on, not the space before it
+      size_t a = sentence.find_first_not_of(' ');
+      const size_t first = s + (a == std::string::npos ? 0 : a);
       int line = starts.front().second;
       for (auto& [off, ln] : starts)
-        if (off <= s) line = ln;
-      size_t a = sentence.find_first_not_of(' ');
+        if (off <= first) line = ln;
       sentence = a == std::string::npos ? "" : sentence.substr(a);
       if (sentence.size() > 400) sentence = sentence.substr(0, 400) + "...";
       if (!names.empty()) {
