@@ -170,6 +170,41 @@ TEST(ExtractDocs, TagsSplitAcrossLinesStayOutOfSentences) {
 
 // A variable's rst section: the heading names it, the paragraphs below give its default and
 // values without naming it again; one mention carries them after "NAME:", the field first.
+// A sentence that names no knob but states a default speaks of the knobs named before it in
+// its paragraph: the last sentence's that named any, or the entry's subject's ("this option").
+TEST(ExtractDocs, ASentenceThatStatesADefaultSpeaksOfTheKnobsBeforeIt) {
+  std::string md =
+      "If `FIXLIB_NUM_THREADS` is not set, fixlib reads `OMP_NUM_THREADS`. If neither variable is set, the "
+      "default number of threads is 1.\n\n"
+      "The team is `FIXLIB_A_NT * FIXLIB_B_NT` threads.\nNote that any of these loop variables that is unset "
+      "will default to 1.\n\n"
+      "Nothing is named here. The default is 7.\n";
+  auto ms = docs::scan_doc("threads.md", md, "markdown");
+  std::map<std::string, std::string> said;
+  for (const auto& m : ms) {
+    EXPECT_EQ(m.sentence.find("default is 7"), std::string::npos) << "no knob before it: " << m.sentence;
+    if (m.sentence.rfind(m.name + ": ", 0) == 0) said[m.name] = m.sentence;
+  }
+  EXPECT_EQ(said["FIXLIB_NUM_THREADS"], "FIXLIB_NUM_THREADS: If neither variable is set, the default number of threads is 1.");
+  EXPECT_EQ(said["OMP_NUM_THREADS"], "OMP_NUM_THREADS: If neither variable is set, the default number of threads is 1.");
+  EXPECT_EQ(said["FIXLIB_A_NT"], "FIXLIB_A_NT: Note that any of these loop variables that is unset will default to 1.");
+  EXPECT_EQ(said["FIXLIB_B_NT"], "FIXLIB_B_NT: Note that any of these loop variables that is unset will default to 1.");
+  for (const auto& m : ms)
+    if (m.name == "FIXLIB_A_NT" && m.sentence.rfind("FIXLIB_A_NT: ", 0) == 0) EXPECT_EQ(m.line, 4);
+
+  // A reference entry: "this option" is the entry's subject, not the option it points to.
+  std::string xml =
+      "<varlistentry><term><mallctl>opt.fix_threads</mallctl> (<type>bool</type>)</term>\n"
+      "<listitem><para>Fixlib worker threads enabled/disabled. See <mallctl>opt.fix_arena_max</mallctl> for\n"
+      "related tuning. This option is enabled by default.</para></listitem></varlistentry>\n";
+  std::vector<std::string> subjects;
+  for (const auto& m : docs::scan_doc("fixlib.xml", xml, "html"))
+    if (m.sentence.find("enabled by default") != std::string::npos && m.sentence.rfind(m.name + ": ", 0) == 0)
+      subjects.push_back(m.name);
+  EXPECT_NE(std::find(subjects.begin(), subjects.end(), "opt.fix_threads"), subjects.end());
+  EXPECT_EQ(std::find(subjects.begin(), subjects.end(), "opt.fix_arena_max"), subjects.end());
+}
+
 TEST(ExtractDocs, RstSectionCarriesItsDefaultAndValues) {
   std::string rst =
       "Variables\n=========\n\n"

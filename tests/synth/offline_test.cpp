@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "extract/scanners.h"
 #include "lpcl/lpcl.h"
 #include "synth/prompt.h"
 #include "synth/rules.h"
@@ -197,6 +198,87 @@ TEST(OfflineDrafter, TheClauseAfterANameGivesItsRangeValuesAndDefault) {
   ASSERT_EQ(c.demands.size(), 1u) << text;
   EXPECT_EQ(c.demands[0].resource, "cpu.threads");
   EXPECT_EQ(lpcl::format(c.demands[0].value), "GPX_SOCKET_NTHREADS ?? 2") << text;
+}
+
+// What the documentation states around a name: defaults in sentences that speak of it, the end
+// of a fallback chain, a call's documented default (and its variant's for another precision),
+// a switch with more values.
+TEST(OfflineDrafter, DefaultsAndValuesTheDocumentationStatesAroundTheName) {
+  extract::Facts f;
+  f.library = "fixlib";
+  f.binaries.push_back({"/usr/lib/libfixlib.so.1", "libfixlib.so.1", {}, {"pthread_create"}, {},
+                        {"FIXLIB_NUM_THREADS", "OMP_NUM_THREADS", "FIXLIB_A_NT", "FIXLIB_B_NT", "FIXLIB_PROC_BIND"}});
+  const std::string md =
+      "If `FIXLIB_NUM_THREADS` is not set, fixlib reads `OMP_NUM_THREADS`. If neither variable is set, the "
+      "default number of threads is 1.\n\n"
+      "The team is `FIXLIB_A_NT * FIXLIB_B_NT` threads.\nNote that any of these loop variables that is unset "
+      "will default to 1.\n\n"
+      "You can call `fix_plan_with_nthreads` again before planning. If you pass an nthreads argument of 1 (the "
+      "default), plans run in the caller.\n";
+  f.doc_mentions = extract::docs::scan_doc("threads.md", md, "markdown");
+  f.doc_mentions.push_back(mention("FIXLIB_PROC_BIND",
+                                   "FIXLIB_PROC_BIND: Default: false Acceptable values: true, false, or a comma separated "
+                                   "list, each element of which is one of the following values: near, far, or spread.",
+                                   "env.rst", 40));
+  for (const char* n : {"fix_plan_with_nthreads", "fixf_plan_with_nthreads"}) {
+    extract::ApiControl a;
+    a.name = n;
+    a.signature = std::string("void ") + n + "(int nthreads)";
+    a.category = "threads";
+    a.file = "fix.h";
+    a.line = 10;
+    f.api_controls.push_back(a);
+  }
+  SynthOptions o;
+  o.library = "fixlib";
+  o.version = "1";
+  auto c = draft_offline(f, o);
+  const std::string text = lpcl::format(c);
+  ASSERT_EQ(c.demands.size(), 1u) << text;
+  EXPECT_EQ(lpcl::format(c.demands[0].value), "FIXLIB_NUM_THREADS ?? OMP_NUM_THREADS ?? 1") << text;
+  auto* head = c.find_control("FIXLIB_NUM_THREADS");
+  ASSERT_NE(head, nullptr) << text;
+  EXPECT_FALSE(head->default_value) << "what holds when none is set is the chain's, not one variable's\n" << text;
+  for (const char* n : {"FIXLIB_A_NT", "FIXLIB_B_NT", "fix_plan_with_nthreads", "fixf_plan_with_nthreads"}) {
+    auto* ctl = c.find_control(n);
+    ASSERT_NE(ctl, nullptr) << n << "\n" << text;
+    ASSERT_TRUE(ctl->default_value) << n << "\n" << text;
+    EXPECT_EQ(lpcl::format(*ctl->default_value), "1") << n << "\n" << text;
+  }
+  auto* bind = c.find_control("FIXLIB_PROC_BIND");
+  ASSERT_NE(bind, nullptr) << text;
+  EXPECT_EQ(bind->type.kind, lpcl::Type::Kind::Enum) << text;
+  EXPECT_EQ(bind->type.enumerators, (std::vector<std::string>{"false", "true", "near", "far", "spread"})) << text;
+  ASSERT_TRUE(bind->default_value) << text;
+  EXPECT_EQ(lpcl::format(*bind->default_value), "false") << text;
+}
+
+// Prose names other libraries' variables too: beside the library's own code, it speaks only for
+// the library's own names, also where that code reads no variable but starts the threads.
+TEST(OfflineDrafter, CodeThatStartsThreadsIsCodeAtHandForProse) {
+  extract::Facts f;
+  f.library = "fixlib";
+  f.doc_mentions.push_back(mention("OMP_NUM_THREADS",
+                                   "To use the threads of an OpenMP program (set by the OMP_NUM_THREADS environment "
+                                   "variable), pass omp_get_max_threads() to fix_plan_with_nthreads.",
+                                   "threads.texi", 130));
+  SynthOptions o;
+  o.library = "fixlib";
+  o.version = "1";
+  {
+    auto c = draft_offline(f, o);
+    EXPECT_NE(c.find_control("OMP_NUM_THREADS"), nullptr) << "no code at hand: the documentation speaks\n"
+                                                          << lpcl::format(c);
+  }
+  extract::ThreadingFact t;
+  t.kind = "thread_create";
+  t.detail = "pthread_create";
+  t.file = "threads/threads.c";
+  t.line = 144;
+  t.function = "os_create_thread";
+  f.threading.push_back(t);
+  auto c = draft_offline(f, o);
+  EXPECT_EQ(c.find_control("OMP_NUM_THREADS"), nullptr) << lpcl::format(c);
 }
 
 // Keys of carrier variables named in the documentation become option controls.
