@@ -429,6 +429,9 @@ DocSpec doc_spec(const std::string& name, const std::string& sentence) {
     for (auto it = std::sregex_iterator(clause.begin(), clause.end(), default_paren_word); it != std::sregex_iterator(); ++it)
       out.def_words.push_back((*it)[1].str());
     if (std::regex_search(clause, m, none_set_re)) out.none_set = std::atoll(m[1].str().c_str());
+    // "This option is disabled by default": a switch's default
+    static const std::regex switch_default(R"(\b(enabled|disabled)\s+by\s+default\b)", std::regex::icase);
+    if (std::regex_search(clause, m, switch_default)) out.def_words.push_back(lower(m[1].str()) == "enabled" ? "true" : "false");
     out.def_ncpus = std::regex_search(clause, default_ncpus);
     const std::string low = lower(clause);
     for (const char* w : {"gpu threads", "cuda threads", "threads per block", "threads per cuda block", "per cuda block"})
@@ -594,6 +597,8 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     OptionKey key;
     std::vector<std::string> refs;
     std::string doc;
+    DocSpec spec;                             // its default as the documentation states it
+    std::optional<Type::Kind> declared;       // "opt.tcache (bool)": the type its entry declares
   };
   std::map<std::string, OptionKnob> option_knobs;
   std::map<std::string, Knob> knobs;
@@ -623,6 +628,10 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
       ok.key = *o;
       ok.refs.push_back(fact_ref(d.file, d.line));
       if (ok.doc.empty()) ok.doc = trim_doc(d.sentence);
+      if (!ok.declared) ok.declared = declared_type(d.sentence, {d.name});
+      DocSpec spec = doc_spec(d.name, d.sentence);
+      if (!ok.spec.def) ok.spec.def = spec.def;
+      ok.spec.def_words.insert(ok.spec.def_words.end(), spec.def_words.begin(), spec.def_words.end());
       continue;
     }
     if (!env_shaped(d.name)) {
@@ -781,6 +790,19 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     ctl.how.item_sep = ok.key.item_sep;
     ctl.how.kv_sep = ok.key.kv_sep;
     ctl.type = type_for("", &*role, key);
+    // The type its entry declares, bounds and a default as an environment control gets them: a
+    // count of threads in [1, ncpus]; a stated number, or a switch "enabled/disabled by default".
+    if (ok.declared && (*ok.declared == Type::Kind::Bool || *ok.declared == Type::Kind::Int)) {
+      ctl.type = {};
+      ctl.type.kind = *ok.declared;
+    }
+    if (role->role == "threads" && ctl.type.kind == Type::Kind::Int) ctl.domain = thread_count_domain();
+    if (ctl.type.kind == Type::Kind::Bool) {
+      for (auto& w : ok.spec.def_words)
+        if (!ctl.default_value && (w == "true" || w == "false")) ctl.default_value = literal_expr(w, ctl.type);
+    } else if (ctl.type.kind == Type::Kind::Int && ok.spec.def && *ok.spec.def >= (ctl.domain.kind == lpcl::Domain::Kind::Range ? 1 : 0)) {
+      ctl.default_value = int_expr(*ok.spec.def);
+    }
     if (!role->resource.empty()) ctl.sets.push_back(role->resource);
     ctl.doc = ok.doc;
     ctl.prov = extracted(ok.refs);

@@ -111,4 +111,30 @@ std::optional<std::pair<long long, long long>> stated_range(const std::string& s
   return std::nullopt;
 }
 
+// The type a sentence declares for one of `names`: jemalloc's "opt.tcache (bool) r-", a C type
+// in parentheses right after the name. Bool, Int, Float or String; nullopt when none.
+std::optional<lpcl::Type::Kind> declared_type(const std::string& sentence, const std::vector<std::string>& names,
+                                              std::string* said) {
+  static const std::regex type_re(
+      R"(^\s*\(\s*(bool|boolean|_Bool|const\s+char\s*\*|char\s*\*|string|unsigned(?:\s+int|\s+long)?|int|long|size_t|ssize_t|u?int(?:8|16|32|64)_t|double|float)\s*\))",
+      std::regex::icase);
+  for (auto& n : names) {
+    if (n.empty()) continue;
+    for (size_t p = sentence.find(n); p != std::string::npos; p = sentence.find(n, p + 1)) {
+      if (p > 0 && (std::isalnum(static_cast<unsigned char>(sentence[p - 1])) || sentence[p - 1] == '_')) continue;
+      std::smatch m;
+      std::string rest = sentence.substr(p + n.size());
+      if (!std::regex_search(rest, m, type_re)) continue;
+      std::string t = m[1].str();
+      for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      if (said) *said = "\"" + n + " " + m[0].str().substr(m[0].str().find('(')) + "\"";
+      if (t == "bool" || t == "boolean" || t == "_bool") return lpcl::Type::Kind::Bool;
+      if (t.find("char") != std::string::npos || t == "string") return lpcl::Type::Kind::String;
+      if (t == "double" || t == "float") return lpcl::Type::Kind::Float;
+      return lpcl::Type::Kind::Int;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace syspilot::synth

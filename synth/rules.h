@@ -4,6 +4,9 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
+
+#include "lpcl/lpcl.h"
 
 namespace syspilot::synth {
 
@@ -32,5 +35,11 @@ bool resource_relevant(const std::string& role);
 // A range a sentence gives: "between 1 and 64", "from 1 to 64", "1 to 64", "[1, 64]",
 // "range 1-64", "(min: 0x1, max: 0xff)"; `said` gets the words that gave it.
 std::optional<std::pair<long long, long long>> stated_range(const std::string& sentence, std::string* said = nullptr);
+
+// The type a sentence declares for one of `names`: jemalloc's "opt.tcache (bool) r-", a C type
+// in parentheses right after the name. Bool, Int, Float or String; nullopt when none; `said`
+// gets the words that gave it.
+std::optional<lpcl::Type::Kind> declared_type(const std::string& sentence, const std::vector<std::string>& names,
+                                              std::string* said = nullptr);
 
 }  // namespace syspilot::synth
