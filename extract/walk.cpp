@@ -207,6 +207,14 @@ bool read_entry(const Entry& e, uint64_t limit, std::string& out, std::string& e
   return true;
 }
 
+// libopenblas.so.0, libstdc++.so.6.0.30: ".so." and then only version numbers. A text file named
+// after one ("ld-linux-x86-64.so.2_--list-tunables.txt") is no shared object.
+static bool versioned_so(const std::string& name) {
+  const size_t at = name.rfind(".so.");
+  if (at == std::string::npos || at + 4 >= name.size()) return false;
+  return name.find_first_not_of("0123456789.", at + 4) == std::string::npos;
+}
+
 Kind kind_by_name(const std::string& rel) {
   std::string name = lower(fs::path(rel).filename().string());
   std::string ext = lower(fs::path(name).extension().string());
@@ -245,7 +253,7 @@ Kind kind_by_name(const std::string& rel) {
   }
   // A versioned shared object (libopenblas.so.0) before a man page's section suffix (.3): the
   // size limits of docs must not turn away a large library unread.
-  if (ends_with(name, ".so") || name.find(".so.") != std::string::npos) return Kind::Elf;  // confirmed by magic
+  if (ends_with(name, ".so") || versioned_so(name)) return Kind::Elf;  // confirmed by magic
   if (ext.size() >= 2 && std::isdigit(static_cast<unsigned char>(ext[1])) && ext.size() <= 4) return Kind::Man;
   if (ext == ".man" || ext == ".pod") return ext == ".man" ? Kind::Man : Kind::Text;
   if (name.rfind("readme", 0) == 0 || name.rfind("install", 0) == 0 || name == "news" || name == "usage" ||
