@@ -51,6 +51,17 @@ static void dotted_names_in(const std::string& s, std::vector<std::string>& out)
   }
 }
 
+// MALLOC_TOP_PAD_: upper case, three parts or more before the trailing underscore.
+static bool trailing_underscore_name(const std::string& w) {
+  if (w.size() < 2 || w[w.size() - 2] == '_') return false;
+  size_t parts = 1;
+  for (size_t k = 0; k + 1 < w.size(); ++k) {
+    if (std::islower(static_cast<unsigned char>(w[k]))) return false;
+    parts += w[k] == '_';
+  }
+  return parts >= 3;
+}
+
 std::vector<std::string> knob_names_in(const std::string& s) {
   std::vector<std::string> out;
   dotted_names_in(s, out);
@@ -61,7 +72,11 @@ std::vector<std::string> knob_names_in(const std::string& s) {
     while (j < n && ident_char(s[j])) ++j;
     std::string w = s.substr(i, j - i);
     i = j;
-    if (w.size() < 4 || w.size() > 64 || w.find('_') == std::string::npos || w.front() == '_' || w.back() == '_') continue;
+    if (w.size() < 4 || w.size() > 64 || w.find('_') == std::string::npos || w.front() == '_') continue;
+    // A trailing underscore ends a family's prefix ("the OMPI_MCA_ variables", "BLIS_*_NT"),
+    // except on an upper-case name of three parts or more standing alone: glibc's
+    // MALLOC_TOP_PAD_, MALLOC_MMAP_MAX_ (mallopt(3), ENVIRONMENT).
+    if (w.back() == '_' && !(trailing_underscore_name(w) && (j >= n || !std::strchr("*<{", s[j])))) continue;
     bool upper = true, lower_only = true;
     for (char c : w) {
       if (std::islower(static_cast<unsigned char>(c))) upper = false;
