@@ -141,10 +141,12 @@ nlohmann::json to_json(const Composition& c) {
     procs[k] = {{"max_concurrent", v}, {"max_threads", c.process_threads.count(k) ? c.process_threads.at(k) : 0}};
   nlohmann::json apart = nlohmann::json::array();
   for (auto& [a, b] : c.apart) apart.push_back({a, b});
-  return {{"application", c.application}, {"libraries", libs},      {"contracts", contracts},
-          {"relations", rel},             {"call_sites", calls},    {"source_scanned", c.source_scanned},
-          {"app_threads", c.app_threads}, {"app_imports", c.app_imports}, {"interpreter", c.interpreter},
-          {"process_controls", pcs},      {"processes", procs},     {"apart", apart}};
+  nlohmann::json j = {{"application", c.application}, {"libraries", libs},      {"contracts", contracts},
+                      {"relations", rel},             {"call_sites", calls},    {"source_scanned", c.source_scanned},
+                      {"app_threads", c.app_threads}, {"app_imports", c.app_imports}, {"interpreter", c.interpreter},
+                      {"process_controls", pcs},      {"processes", procs},     {"apart", apart}};
+  if (!c.command_values.empty()) j["command_values"] = c.command_values;
+  return j;
 }
 
 nlohmann::json to_json(const Hypothesis& h) {

@@ -87,6 +87,9 @@ struct Composition {
   std::map<std::string, std::string> env; // environment the application runs with (ComposeOptions::env)
   std::string interpreter;                // the application is a script (#!): the interpreter composed for it
   std::vector<ProcessControl> process_controls;  // process counts the command exposes
+  // Values the command itself gives names through its placeholders' defaults
+  // (`export OMP_PROC_BIND={OMP_PROC_BIND:-true}`): the user's setting where the run sets none.
+  std::map<std::string, std::string> command_values;
   // From the first run (compose_processes): per contract, the most processes that had one of
   // its libraries mapped at once, and the most threads alive at once in those processes.
   std::map<std::string, int> processes, process_threads;

@@ -472,6 +472,8 @@ void find_command_process_controls(Composition& comp, const ComposeOptions& opts
     if (std::none_of(scripts.begin(), scripts.end(), [&](auto& s) { return s.first == args[i]; }))
       scripts.emplace_back(args[i], t);
   }
+  for (auto& p : placeholders(args))
+    if (p.has_fallback && !p.fallback.empty()) comp.command_values.emplace(p.name, p.fallback);
   std::vector<std::string> fixed;
   comp.process_controls = find_process_controls(args, scripts, launchers, &fixed);
   for (auto& f : fixed)

@@ -417,7 +417,22 @@ bool resolve_assignment(const std::map<std::string, std::string>& spec,
       bool any = false;
       for (auto& n : rules::controls_for(c, key.substr(colon + 1))) {
         const lpcl::Control* ctl = c.find_control(n);
-        if (!ctl || ctl->how.kind != lpcl::ControlKind::Kind::Env || !exported(comp, n)) continue;
+        if (!ctl || ctl->how.kind != lpcl::ControlKind::Kind::Env) continue;
+        if (comp.command_values.count(n)) {
+          // The command gives it a value of its own where the run gives none: unset, it comes
+          // back. The library's stated default undoes it; without one it cannot be undone.
+          const auto& d = ctl->default_value;
+          using EK = lpcl::Expr::Kind;
+          const auto& en = ctl->type.enumerators;
+          const bool literal = d && (d->kind == EK::Int || d->kind == EK::Float || d->kind == EK::Bool ||
+                                     d->kind == EK::String ||
+                                     (d->kind == EK::Name && std::find(en.begin(), en.end(), d->text) != en.end()));
+          if (!literal) continue;
+          out[n] = d->text;
+          any = true;
+          continue;
+        }
+        if (!exported(comp, n)) continue;
         out[n] = "";
         any = true;
       }

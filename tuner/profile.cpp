@@ -418,10 +418,11 @@ Profile profile(const Composition& comp, std::vector<Hypothesis>& hs, const Prof
       e.threshold = c.threshold;
       bool is_probe = c.signal.rfind("probe.", 0) == 0;
       if (c.signal == "controls_set") {
-        // How many of the hypothesis' controls the run's environment sets (pinning only
-        // collides when someone asked for it).
+        // How many of the hypothesis' controls the run's environment sets, or the command itself
+        // through a placeholder's default (pinning only collides when someone asked for it).
         int n = 0;
-        for (auto& ctl : h.controls) n += base.env_set.count(ctl) || (base.inherit_env && std::getenv(ctl.c_str()));
+        for (auto& ctl : h.controls)
+          n += base.env_set.count(ctl) || (base.inherit_env && std::getenv(ctl.c_str())) || comp.command_values.count(ctl);
         probe_sig["controls_set"] = n;
         is_probe = true;
       }
