@@ -153,6 +153,52 @@ TEST(Contention, PinningExportIsUndoneByTheProbeAndTheRemedy) {
   EXPECT_TRUE(has_remedy(*h, "OMP_PROC_BIND", ""));
 }
 
+// A command that gives a control a value of its own (`export OMP_PROC_BIND={OMP_PROC_BIND:-true}`)
+// sets it as surely as an export does: the pinning is the user's, counted as set, and undone by
+// the library's stated default (false), since unsetting it brings the command's value back. A
+// control the contract states no default for (OMP_PLACES) is left as the command gives it.
+TEST(Contention, PinningTheCommandGivesIsSetAndUndoneByTheLibrarysDefault) {
+  if (online_cpus() < 2) GTEST_SKIP() << "needs 2 CPUs to pin apart";
+  ::unsetenv("OMP_PROC_BIND");
+  ::unsetenv("OMP_PLACES");
+  ::unsetenv("GOMP_CPU_AFFINITY");
+  auto pinning = [](const Analysis& a) -> const Hypothesis* {
+    for (auto& h : a.hypotheses)
+      if (h.id.rfind("affinity_collision:libgomp>", 0) == 0) return &h;
+    return nullptr;
+  };
+  // An OpenMP loop over the pthreads OpenBLAS, started by a shell that pins it.
+  const std::string prog = "'" + program("omp_blas") + "' 2000 96";
+  AnalyzeOptions o = analyze_options(
+      {"/bin/sh", "-c", "export OMP_PROC_BIND={OMP_PROC_BIND:-true} OMP_PLACES={OMP_PLACES:-cores}; exec " + prog}, corpus());
+  o.profile.run.env_unset = {"OMP_PROC_BIND", "OMP_PLACES", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS",
+                             "OPENBLAS_NUM_THREADS", "GOMP_CPU_AFFINITY"};
+  o.profile.repeats = 1;
+  Analysis a = analyze(o);
+  EXPECT_EQ(a.composition.command_values.count("OMP_PROC_BIND"), 1u) << to_text(a);
+  const Hypothesis* h = pinning(a);
+  ASSERT_NE(h, nullptr) << to_text(a);
+  ASSERT_EQ(h->probe.count("OMP_PROC_BIND"), 1u) << to_text(a);
+  EXPECT_EQ(h->probe.at("OMP_PROC_BIND"), "false") << "unset, the command's own value comes back";
+  EXPECT_EQ(h->probe.count("OMP_PLACES"), 0u) << "no stated default to undo it with";
+  EXPECT_TRUE(has_remedy(*h, "OMP_PROC_BIND", "false"));
+  const Evidence* set = nullptr;
+  for (auto& e : h->evidence)
+    if (e.signal == "controls_set") set = &e;
+  ASSERT_NE(set, nullptr) << to_text(a);
+  EXPECT_GE(set->value, 1) << "the command's pinning is set for the run\n" << to_text(a);
+  EXPECT_EQ(a.profile.signals.at("main_pinned"), 1) << "the command's value reached the program\n" << to_text(a);
+
+  // Without the command's pinning, nothing is set and nothing is undone.
+  o = analyze_options({"/bin/sh", "-c", "exec " + prog}, corpus());
+  o.profile.run.env_unset = {"OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY"};
+  o.profile.repeats = 1;
+  o.profile.probes = false;
+  Analysis plain = analyze(o);
+  EXPECT_TRUE(plain.composition.command_values.empty());
+  if ((h = pinning(plain))) EXPECT_TRUE(h->probe.empty()) << to_text(plain);
+}
+
 // The user exported OMP_PROC_BIND/OMP_PLACES: the pthread pool started after libgomp pinned the
 // initial thread inherits its one-CPU mask. The run shows it (the initial thread pinned),
 // and unpinning with libgomp's idle threads waiting passively runs faster. Unpinned alone is
