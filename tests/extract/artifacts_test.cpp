@@ -8,6 +8,7 @@
 
 #include "extract/extract.h"
 #include "extract/scanners.h"
+#include "tests/extract/temp_tree.h"
 
 namespace fs = std::filesystem;
 using namespace syspilot::extract;
@@ -203,6 +204,30 @@ TEST(ExtractDocs, ASentenceThatStatesADefaultSpeaksOfTheKnobsBeforeIt) {
       subjects.push_back(m.name);
   EXPECT_NE(std::find(subjects.begin(), subjects.end(), "opt.fix_threads"), subjects.end());
   EXPECT_EQ(std::find(subjects.begin(), subjects.end(), "opt.fix_arena_max"), subjects.end());
+}
+
+// A text file named after a shared object (what `ld.so --list-tunables` printed, saved beside
+// it) is read as text: only ".so." followed by version numbers makes a shared object.
+TEST(ExtractDocs, ATextFileNamedAfterASharedObjectIsReadAsText) {
+  syspilot::extract::testing::TempTree t("sonames");
+  t.write("ld-linux-x86-64.so.2_--list-tunables.txt",
+          "glibc.malloc.arena_max: 0x0 (min: 0x1, max: 0xffffffffffffffff)\n"
+          "glibc.pthread.mutex_spin_count: 0x64 (min: 0x0, max: 0x7fff)\n");
+  Facts f = run(t.root.string());
+  EXPECT_NE(mention(f, "glibc.malloc.arena_max"), nullptr) << f.diagnostics.str();
+  EXPECT_NE(mention(f, "glibc.pthread.mutex_spin_count"), nullptr) << f.diagnostics.str();
+}
+
+// glibc's MALLOC_TOP_PAD_: a name of three parts or more that ends in an underscore is a name; a
+// shorter one, or a family's prefix before `*`, is not.
+TEST(ExtractDocs, TrailingUnderscoreNamesOfThreePartsOrMore) {
+  auto names = knob_names_in(
+      "MALLOC_TOP_PAD_ and MALLOC_MMAP_MAX_ control the same parameters; MALLOC_CHECK_ does not; "
+      "the OMPI_MCA_ variables and BLIS_*_NT, BLIS_IC_*, FIX_ARENA_<n>_ are families.");
+  EXPECT_TRUE(has(names, "MALLOC_TOP_PAD_"));
+  EXPECT_TRUE(has(names, "MALLOC_MMAP_MAX_"));
+  for (const char* n : {"MALLOC_CHECK_", "OMPI_MCA_", "BLIS_", "BLIS_IC_", "FIX_ARENA_"})
+    EXPECT_FALSE(has(names, n)) << n;
 }
 
 TEST(ExtractDocs, RstSectionCarriesItsDefaultAndValues) {

@@ -253,6 +253,45 @@ TEST(OfflineDrafter, DefaultsAndValuesTheDocumentationStatesAroundTheName) {
   EXPECT_EQ(lpcl::format(*bind->default_value), "false") << text;
 }
 
+// A carrier's key as its reference entry declares it: the type in parentheses, a count of
+// threads in [1, ncpus], a switch's "enabled/disabled by default", a stated number.
+TEST(OfflineDrafter, CarrierKeysTakeTheTypeAndDefaultTheirEntryStates) {
+  extract::Facts f;
+  f.library = "jemalloc";
+  const std::string xml =
+      "<varlistentry><term><mallctl>opt.background_thread</mallctl> (<type>bool</type>)</term>\n"
+      "<listitem><para>Internal background worker threads enabled/disabled. See <mallctl>opt.tcache</mallctl>\n"
+      "for related options. This option is disabled by default.</para></listitem></varlistentry>\n\n"
+      "<varlistentry><term><mallctl>opt.tcache</mallctl> (<type>bool</type>)</term>\n"
+      "<listitem><para>Thread-specific caching (tcache) enabled/disabled. This option is enabled by\n"
+      "default.</para></listitem></varlistentry>\n\n"
+      "<varlistentry><term><mallctl>opt.max_background_threads</mallctl> (<type>size_t</type>)</term>\n"
+      "<listitem><para>Maximum number of background threads that will be created.</para></listitem></varlistentry>\n";
+  f.doc_mentions = extract::docs::scan_doc("jemalloc.xml.in", xml, "html");
+  SynthOptions o;
+  o.library = "jemalloc";
+  o.version = "5";
+  auto c = draft_offline(f, o);
+  const std::string text = lpcl::format(c);
+  auto* bg = c.find_control("background_thread");
+  ASSERT_NE(bg, nullptr) << text;
+  EXPECT_EQ(bg->how.kind, lpcl::ControlKind::Kind::Option) << text;
+  EXPECT_EQ(bg->type.kind, lpcl::Type::Kind::Bool) << text;
+  ASSERT_TRUE(bg->default_value) << text;
+  EXPECT_EQ(lpcl::format(*bg->default_value), "false") << "this option is the entry's, not opt.tcache's\n" << text;
+  auto* tc = c.find_control("tcache");
+  ASSERT_NE(tc, nullptr) << text;
+  EXPECT_EQ(tc->type.kind, lpcl::Type::Kind::Bool) << text;
+  ASSERT_TRUE(tc->default_value) << text;
+  EXPECT_EQ(lpcl::format(*tc->default_value), "true") << text;
+  auto* mx = c.find_control("max_background_threads");
+  ASSERT_NE(mx, nullptr) << text;
+  EXPECT_EQ(mx->type.kind, lpcl::Type::Kind::Int) << text;
+  ASSERT_EQ(mx->domain.kind, lpcl::Domain::Kind::Range) << text;
+  EXPECT_EQ(lpcl::format(*mx->domain.lo) + ".." + lpcl::format(*mx->domain.hi), "1..ncpus") << text;
+  EXPECT_FALSE(mx->default_value) << text;
+}
+
 // Prose names other libraries' variables too: beside the library's own code, it speaks only for
 // the library's own names, also where that code reads no variable but starts the threads.
 TEST(OfflineDrafter, CodeThatStartsThreadsIsCodeAtHandForProse) {
