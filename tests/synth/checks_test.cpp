@@ -129,9 +129,13 @@ TEST(SynthChecks, TheDocumentedTypeWinsOverTheNameRule) {
   };
   f.binaries.push_back({"/usr/lib/liballoc.so.2", "liballoc.so.2", {}, {}, {}, {"MALLOC_CONF"}});
 
-  // The offline draft types by name (an arena knob is an int); validation reads the sentence.
+  // The offline draft takes the declared switch and numbers itself and types the rest by name
+  // (an arena knob is an int); validation reads the sentence.
   auto raw = draft_offline(f, options("alloc"));
   ASSERT_NE(raw.find_control("tcache"), nullptr);
+  EXPECT_EQ(raw.find_control("tcache")->type.kind, lpcl::Type::Kind::Bool);
+  ASSERT_NE(raw.find_control("percpu_arena"), nullptr);
+  EXPECT_EQ(raw.find_control("percpu_arena")->type.kind, lpcl::Type::Kind::Int) << "by name";
   Diagnostics unrepaired = validate(raw, f, false);
   EXPECT_TRUE(has_code(unrepaired, "doc-type-mismatch")) << unrepaired.str();
   EXPECT_TRUE(unrepaired.has_errors()) << "a contradicted type must block convergence";
@@ -149,7 +153,7 @@ TEST(SynthChecks, TheDocumentedTypeWinsOverTheNameRule) {
   EXPECT_EQ(type_of("narenas"), lpcl::Type::Kind::Int);
   ASSERT_EQ(r.rounds.size(), 1u);
   bool said = false;
-  for (auto& rep : r.rounds[0].repairs) said |= rep.find("set the type of tcache to bool") != std::string::npos;
+  for (auto& rep : r.rounds[0].repairs) said |= rep.find("set the type of percpu_arena to string") != std::string::npos;
   EXPECT_TRUE(said) << "the repair is reported";
 
   // A sentence that only says "enabled/disabled" makes a wide int a switch too.
