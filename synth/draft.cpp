@@ -441,6 +441,20 @@ DocSpec doc_spec(const std::string& name, const std::string& sentence) {
   return out;
 }
 
+// What one more sentence says of a name, added to what earlier ones said: the first range or
+// values and the first default stand; words, assignments and defaults in words accumulate.
+void absorb(DocSpec& into, const DocSpec& spec) {
+  if (!into.lo && !into.def && into.values.empty()) into.lo = spec.lo, into.hi = spec.hi, into.values = spec.values;
+  if (!into.def) into.def = spec.def;
+  if (into.words.empty()) into.words = spec.words;
+  for (auto& w : spec.assigned)
+    if (std::find(into.assigned.begin(), into.assigned.end(), w) == into.assigned.end()) into.assigned.push_back(w);
+  into.def_words.insert(into.def_words.end(), spec.def_words.begin(), spec.def_words.end());
+  into.def_ncpus |= spec.def_ncpus;
+  into.gpu_threads |= spec.gpu_threads;
+  if (!into.none_set) into.none_set = spec.none_set;
+}
+
 std::string trim_doc(std::string s) {
   for (char& c : s)
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
@@ -629,15 +643,11 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
       ok.refs.push_back(fact_ref(d.file, d.line));
       if (ok.doc.empty()) ok.doc = trim_doc(d.sentence);
       if (!ok.declared) ok.declared = declared_type(d.sentence, {d.name});
-      DocSpec spec = doc_spec(d.name, d.sentence);
-      if (!ok.spec.def) ok.spec.def = spec.def;
-      ok.spec.def_words.insert(ok.spec.def_words.end(), spec.def_words.begin(), spec.def_words.end());
+      absorb(ok.spec, doc_spec(d.name, d.sentence));
       continue;
     }
     if (!env_shaped(d.name)) {
-      DocSpec spec = doc_spec(d.name, d.sentence);
-      auto& cd = call_docs[d.name];
-      if (!cd.def) cd.def = spec.def;
+      absorb(call_docs[d.name], doc_spec(d.name, d.sentence));
       continue;
     }
     const bool runtime = runtime_sentence(d.sentence);
@@ -649,16 +659,7 @@ lpcl::Contract draft_offline(const extract::Facts& facts, const SynthOptions& op
     k.doc_flag |= flag_sentence(d.name, d.sentence);
     k.doc_refs.push_back(fact_ref(d.file, d.line));
     if (k.doc.empty() && runtime) k.doc = trim_doc(d.sentence);
-    DocSpec spec = doc_spec(d.name, d.sentence);
-    if (!k.spec.lo && !k.spec.def && k.spec.values.empty()) k.spec.lo = spec.lo, k.spec.hi = spec.hi, k.spec.values = spec.values;
-    if (!k.spec.def) k.spec.def = spec.def;
-    if (k.spec.words.empty()) k.spec.words = spec.words;
-    for (auto& w : spec.assigned)
-      if (std::find(k.spec.assigned.begin(), k.spec.assigned.end(), w) == k.spec.assigned.end()) k.spec.assigned.push_back(w);
-    k.spec.def_words.insert(k.spec.def_words.end(), spec.def_words.begin(), spec.def_words.end());
-    k.spec.def_ncpus |= spec.def_ncpus;
-    k.spec.gpu_threads |= spec.gpu_threads;
-    if (!k.spec.none_set) k.spec.none_set = spec.none_set;
+    absorb(k.spec, doc_spec(d.name, d.sentence));
   }
   for (auto& b : facts.binaries)
     for (auto& s : b.knob_strings) {
