@@ -15,10 +15,10 @@
 namespace syspilot::synth {
 namespace {
 
-SynthOptions offline_options() {
+SynthOptions offline_options(const std::string& library = "openblas", const std::string& version = "0.3.21") {
   SynthOptions o;
-  o.library = "openblas";
-  o.version = "0.3.21";
+  o.library = library;
+  o.version = version;
   return o;
 }
 
@@ -229,10 +229,7 @@ TEST(OfflineDrafter, DefaultsAndValuesTheDocumentationStatesAroundTheName) {
     a.line = 10;
     f.api_controls.push_back(a);
   }
-  SynthOptions o;
-  o.library = "fixlib";
-  o.version = "1";
-  auto c = draft_offline(f, o);
+  auto c = draft_offline(f, offline_options("fixlib", "1"));
   const std::string text = lpcl::format(c);
   ASSERT_EQ(c.demands.size(), 1u) << text;
   EXPECT_EQ(lpcl::format(c.demands[0].value), "FIXLIB_NUM_THREADS ?? OMP_NUM_THREADS ?? 1") << text;
@@ -268,10 +265,7 @@ TEST(OfflineDrafter, CarrierKeysTakeTheTypeAndDefaultTheirEntryStates) {
       "<varlistentry><term><mallctl>opt.max_background_threads</mallctl> (<type>size_t</type>)</term>\n"
       "<listitem><para>Maximum number of background threads that will be created.</para></listitem></varlistentry>\n";
   f.doc_mentions = extract::docs::scan_doc("jemalloc.xml.in", xml, "html");
-  SynthOptions o;
-  o.library = "jemalloc";
-  o.version = "5";
-  auto c = draft_offline(f, o);
+  auto c = draft_offline(f, offline_options("jemalloc", "5"));
   const std::string text = lpcl::format(c);
   auto* bg = c.find_control("background_thread");
   ASSERT_NE(bg, nullptr) << text;
@@ -301,21 +295,13 @@ TEST(OfflineDrafter, CodeThatStartsThreadsIsCodeAtHandForProse) {
                                    "To use the threads of an OpenMP program (set by the OMP_NUM_THREADS environment "
                                    "variable), pass omp_get_max_threads() to fix_plan_with_nthreads.",
                                    "threads.texi", 130));
-  SynthOptions o;
-  o.library = "fixlib";
-  o.version = "1";
+  const SynthOptions o = offline_options("fixlib", "1");
   {
     auto c = draft_offline(f, o);
     EXPECT_NE(c.find_control("OMP_NUM_THREADS"), nullptr) << "no code at hand: the documentation speaks\n"
                                                           << lpcl::format(c);
   }
-  extract::ThreadingFact t;
-  t.kind = "thread_create";
-  t.detail = "pthread_create";
-  t.file = "threads/threads.c";
-  t.line = 144;
-  t.function = "os_create_thread";
-  f.threading.push_back(t);
+  f.threading.push_back({"thread_create", "pthread_create", "threads/threads.c", 144, "os_create_thread"});
   auto c = draft_offline(f, o);
   EXPECT_EQ(c.find_control("OMP_NUM_THREADS"), nullptr) << lpcl::format(c);
 }
