@@ -348,14 +348,6 @@ std::vector<std::string> word_list(const std::string& text, bool* more = nullptr
   return out;
 }
 
-// Where `name` stands in `sentence` as a word of its own (not the tail of a longer identifier).
-std::vector<size_t> standalone_at(const std::string& name, const std::string& sentence) {
-  std::vector<size_t> out;
-  for (size_t at = sentence.find(name); at != std::string::npos; at = sentence.find(name, at + 1))
-    if (at == 0 || !(std::isalnum(static_cast<unsigned char>(sentence[at - 1])) || sentence[at - 1] == '_')) out.push_back(at);
-  return out;
-}
-
 DocSpec doc_spec(const std::string& name, const std::string& sentence) {
   DocSpec out;
   static const std::regex assign_re(R"(^=([A-Za-z][\w-]*)(?![\w(]))");

@@ -111,6 +111,13 @@ std::optional<std::pair<long long, long long>> stated_range(const std::string& s
   return std::nullopt;
 }
 
+std::vector<size_t> standalone_at(const std::string& name, const std::string& sentence) {
+  std::vector<size_t> out;
+  for (size_t at = sentence.find(name); at != std::string::npos; at = sentence.find(name, at + 1))
+    if (at == 0 || !(std::isalnum(static_cast<unsigned char>(sentence[at - 1])) || sentence[at - 1] == '_')) out.push_back(at);
+  return out;
+}
+
 // The type a sentence declares for one of `names`: jemalloc's "opt.tcache (bool) r-", a C type
 // in parentheses right after the name. Bool, Int, Float or String; nullopt when none.
 std::optional<lpcl::Type::Kind> declared_type(const std::string& sentence, const std::vector<std::string>& names,
@@ -120,8 +127,7 @@ std::optional<lpcl::Type::Kind> declared_type(const std::string& sentence, const
       std::regex::icase);
   for (auto& n : names) {
     if (n.empty()) continue;
-    for (size_t p = sentence.find(n); p != std::string::npos; p = sentence.find(n, p + 1)) {
-      if (p > 0 && (std::isalnum(static_cast<unsigned char>(sentence[p - 1])) || sentence[p - 1] == '_')) continue;
+    for (size_t p : standalone_at(n, sentence)) {
       std::smatch m;
       std::string rest = sentence.substr(p + n.size());
       if (!std::regex_search(rest, m, type_re)) continue;

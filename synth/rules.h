@@ -36,6 +36,9 @@ bool resource_relevant(const std::string& role);
 // "range 1-64", "(min: 0x1, max: 0xff)"; `said` gets the words that gave it.
 std::optional<std::pair<long long, long long>> stated_range(const std::string& sentence, std::string* said = nullptr);
 
+// Where `name` stands in `sentence` as a word of its own (not the tail of a longer identifier).
+std::vector<size_t> standalone_at(const std::string& name, const std::string& sentence);
+
 // The type a sentence declares for one of `names`: jemalloc's "opt.tcache (bool) r-", a C type
 // in parentheses right after the name. Bool, Int, Float or String; nullopt when none; `said`
 // gets the words that gave it.
