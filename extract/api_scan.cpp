@@ -105,6 +105,7 @@ std::string slurp(const std::string& path, size_t limit = std::string::npos) {
 struct DocGroup {
   unsigned from = 0, to = 0;
   std::string title;
+  std::string text;  // its introduction: from the \\defgroup line to the `@{` that opens it
 };
 
 // The documentation groups of a header's text, innermost last where they nest. A group opened
@@ -112,7 +113,8 @@ struct DocGroup {
 std::vector<DocGroup> doc_groups(const std::string& text) {
   std::vector<DocGroup> out;
   std::vector<size_t> open;
-  std::string pending;
+  std::string pending, intro;
+  bool in_intro = false;
   unsigned line = 0;
   size_t at = 0;
   while (at < text.size() && out.size() < 4096) {
@@ -129,11 +131,16 @@ std::vector<DocGroup> doc_groups(const std::string& text) {
       ss >> name;
       while (ss >> word && word != "@{" && word != "\\{" && word != "*/") title += (title.empty() ? "" : " ") + word;
       pending = title.empty() ? name : title;
+      intro.clear();
+      in_intro = true;
     }
+    if (in_intro && intro.size() < (1u << 16)) intro.append(l).push_back('\n');
     if (l.find("@{") != std::string_view::npos || l.find("\\{") != std::string_view::npos) {
       open.push_back(out.size());
-      out.push_back({line, 0, pending});
+      out.push_back({line, 0, pending, intro});
       pending.clear();
+      intro.clear();
+      in_intro = false;
     }
     if ((l.find("@}") != std::string_view::npos || l.find("\\}") != std::string_view::npos) && !open.empty()) {
       out[open.back()].to = line;
@@ -144,13 +151,36 @@ std::vector<DocGroup> doc_groups(const std::string& text) {
   return out;
 }
 
+// Whether a text names an environment variable the library reads (upper case, as written).
+bool names_knob(const std::string& text, const std::vector<Knob>& knobs) {
+  std::string word;
+  auto check = [&] {
+    bool upper = word.size() > 2 && std::none_of(word.begin(), word.end(), [](char ch) { return std::islower(static_cast<unsigned char>(ch)); });
+    size_t u = word.find('_');
+    bool hit = upper && u != std::string::npos && u > 0 && u + 1 < word.size() &&
+               std::binary_search(knobs.begin(), knobs.end(), Knob{lower(word.substr(0, u)), lower(word.substr(u + 1))});
+    word.clear();
+    return hit;
+  };
+  for (char ch : text) {
+    if (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') word.push_back(ch);
+    else if (check()) return true;
+  }
+  return check();
+}
+
 // A setting by where the library's documentation puts it: a call that sets, allows, enables or
 // disables something, declared in a documentation group whose title calls it configuration,
 // settings or options (hwloc's "Topology Detection Configuration and Query": its flags and type
-// filters). A user pointer or a callback set there is plumbing, not a setting (a call that takes
-// a function, git_trace_set, is left out by the caller: see takes_function).
-bool documented_setting(const std::string& name, const std::string& group_title) {
-  if (!has_any_word(lpcl::identifier_words(group_title), {"configuration", "configuring", "settings", "options", "tuning"}))
+// filters), or whose introduction names an environment variable the library reads: its calls
+// change what that variable changes (hwloc's "Changing the Source of Topology Discovery":
+// "Setting HWLOC_XMLFILE in the environment enforces the discovery from a XML file as if
+// hwloc_topology_set_xml() had been called"). A user pointer or a callback set there is
+// plumbing, not a setting (a call that takes a function, git_trace_set, is left out by the
+// caller: see takes_function).
+bool documented_setting(const std::string& name, const DocGroup& group, const std::vector<Knob>& knobs) {
+  if (!has_any_word(lpcl::identifier_words(group.title), {"configuration", "configuring", "settings", "options", "tuning"}) &&
+      !names_knob(group.text, knobs))
     return false;
   auto words = lpcl::identifier_words(name);
   return has_any_word(words, {"set", "allow", "enable", "disable"}) &&
@@ -178,7 +208,7 @@ struct Visit {
   std::set<std::string>* seen;
   const std::vector<Knob>* knobs;
   std::map<std::string, std::string>* aliases;  // #define A B in a public header: A -> B
-  std::set<std::string>* taken_enums;           // USRs of the enums some function takes
+  std::set<std::string>* taken_enums;           // USRs of the enums some setting call takes
   std::map<size_t, std::string>* enumerators;   // index in *out of an enumerator -> its enum's USR
   // Every public enum: its names (tag, typedefs) -> USR, and USR -> its values (name, file, line).
   std::map<std::string, std::string>* enum_names;
@@ -280,6 +310,15 @@ CXChildVisitResult visit(CXCursor c, CXCursor, CXClientData data) {
   if (!item) return CXChildVisit_Continue;
   std::string name = take(clang_getCursorSpelling(c));
   if (name.empty() || name[0] == '_') return CXChildVisit_Continue;
+  // A variable is a setting of the library only where programs can assign it: a declaration
+  // (extern) of a number, a flag or a string the library defines. An object a header defines
+  // itself (C++'s `inline state::Value<...> NThreads`, a static) is each unit's own, and one of
+  // a class type is set through its members, not by a program's assignment.
+  if (k == CXCursor_VarDecl) {
+    CXTypeKind t = clang_getCanonicalType(clang_getCursorType(c)).kind;
+    if (clang_Cursor_getStorageClass(c) != CX_SC_Extern || t == CXType_Record || t == CXType_Elaborated)
+      return CXChildVisit_Continue;
+  }
   if (k == CXCursor_MacroDefinition && clang_Cursor_isMacroFunctionLike(c) == 0) {
     // `#define omp_set_affinity_format ompc_set_affinity_format`: programs call the first name
     CXTranslationUnit tu = clang_Cursor_getTranslationUnit(c);
@@ -295,13 +334,13 @@ CXChildVisitResult visit(CXCursor c, CXCursor, CXClientData data) {
     return CXChildVisit_Continue;
   }
   std::string sig;
+  std::vector<std::string> param_enums;  // the enums this function takes (see below)
   if (fn) {
     std::string params;
     int n = clang_Cursor_getNumArguments(c);
     for (int i = 0; i < n; ++i) {
       CXCursor a = clang_Cursor_getArgument(c, static_cast<unsigned>(i));
-      if (std::string e = enum_usr(clang_getCursorType(a)); !e.empty() && v->taken_enums->size() < 100000)
-        v->taken_enums->insert(e);
+      if (std::string e = enum_usr(clang_getCursorType(a)); !e.empty()) param_enums.push_back(e);
       if (i) params += ", ";
       params += take(clang_getTypeSpelling(clang_getCursorType(a)));
       std::string an = take(clang_getCursorSpelling(a));
@@ -341,8 +380,14 @@ CXChildVisitResult visit(CXCursor c, CXCursor, CXClientData data) {
     const DocGroup* inner = nullptr;
     for (auto& grp : g->second)
       if (grp.from <= line && line <= grp.to && (!inner || grp.from >= inner->from)) inner = &grp;
-    if (inner && documented_setting(name, inner->title) && !takes_function(c)) cat = "setting";
+    if (inner && documented_setting(name, *inner, *v->knobs) && !takes_function(c)) cat = "setting";
   }
+  // The values of an enum are settings only as the key or value of a call that sets something
+  // (ZSTD_CCtx_setParameter's ZSTD_cParameter): an enum only a lookup takes (the device
+  // runtime's lookup32(ValueKind)) names what the library keeps, not what a program sets.
+  if (!param_enums.empty() && v->taken_enums->size() < 100000 &&
+      (!cat.empty() || has_any_word(lpcl::identifier_words(name), {"set", "enable", "disable", "configure"})))
+    v->taken_enums->insert(param_enums.begin(), param_enums.end());
   if (cat.empty() || !v->seen->insert(name).second) return CXChildVisit_Continue;
   if (k == CXCursor_EnumConstantDecl)
     (*v->enumerators)[v->out->size()] = take(clang_getCursorUSR(clang_getCursorSemanticParent(c)));
@@ -750,8 +795,8 @@ std::vector<ApiControl> scan_headers(const std::vector<std::pair<std::string, st
     clang_disposeTranslationUnit(tu);
   }
   clang_disposeIndex(index);
-  // An enumerator names a setting only as a value some call takes (ZSTD_c_nbWorkers, of
-  // ZSTD_cParameter, for ZSTD_CCtx_setParameter): one of an enum no function takes is a value
+  // An enumerator names a setting only as a value some setting call takes (ZSTD_c_nbWorkers, of
+  // ZSTD_cParameter, for ZSTD_CCtx_setParameter): one of an enum no such call takes is a value
   // the library reports (kmp_mutex_impl_spin, given to a tool's callback), not a control.
   {
     std::vector<ApiControl> kept;
