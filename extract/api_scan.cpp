@@ -198,6 +198,38 @@ bool takes_function(CXCursor fn) {
   return false;
 }
 
+// A value a program passes to a setting: a number, a flag, an enum's value or a string. A
+// pointer to anything else is an object (an image, a buffer, a repository), a place the call
+// writes to, or a callback.
+bool value_parameter(CXType t) {
+  t = clang_getCanonicalType(t);
+  if (t.kind >= CXType_Bool && t.kind <= CXType_LongDouble) return true;
+  if (t.kind == CXType_Enum) return true;
+  if (t.kind != CXType_Pointer) return false;
+  CXTypeKind p = clang_getCanonicalType(clang_getPointeeType(t)).kind;
+  return p == CXType_Char_S || p == CXType_Char_U || p == CXType_SChar || p == CXType_UChar;
+}
+
+// A setter of the library's own state: a function named with the library's prefix (the first
+// part of the environment variables it reads: vips_ for VIPS_*), with `set` among the words of
+// its name, that takes values and nothing else. It holds no object to set a field of, so what
+// it sets is the library's, for the whole process: vips_cache_set_dump(gboolean),
+// vips_operation_block_set(const char *, gboolean), where vips_image_set_progress(VipsImage *,
+// gboolean) sets one image's. Setting an error or a status is reporting, not a setting.
+bool library_wide_setter(CXCursor fn, const std::string& name, const std::vector<Knob>& knobs) {
+  auto words = lpcl::identifier_words(name);
+  if (words.size() < 2 || !has_any_word(words, {"set"}) ||
+      has_any_word(words, {"error", "errno", "status", "userdata", "user", "callback", "handler", "hook"}))
+    return false;
+  auto prefix = std::lower_bound(knobs.begin(), knobs.end(), Knob{words.front(), ""});
+  if (prefix == knobs.end() || prefix->first != words.front()) return false;
+  int n = clang_Cursor_getNumArguments(fn);
+  if (n < 1) return false;
+  for (int i = 0; i < n; ++i)
+    if (!value_parameter(clang_getCursorType(clang_Cursor_getArgument(fn, static_cast<unsigned>(i))))) return false;
+  return true;
+}
+
 // One translation unit covers every public header it includes: those are done afterwards.
 struct Visit {
   const std::map<std::string, std::string>* public_rel;  // real path -> rel
@@ -374,6 +406,7 @@ CXChildVisitResult visit(CXCursor c, CXCursor, CXClientData data) {
   }
   std::string cat = control_category(name, sig, doc);
   if (cat.empty() && fn && sets_knob(name, *v->knobs)) cat = "setting";
+  if (cat.empty() && k == CXCursor_FunctionDecl && library_wide_setter(c, name, *v->knobs)) cat = "setting";
   if (cat.empty() && k == CXCursor_FunctionDecl && v->groups->size() < 4096) {
     auto g = v->groups->find(pub->first);
     if (g == v->groups->end()) g = v->groups->emplace(pub->first, doc_groups(slurp(pub->first, 1u << 20))).first;

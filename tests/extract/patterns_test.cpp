@@ -644,8 +644,9 @@ TEST(ExtractPatterns, ConstructorsThatReadTheEnvironment) {
 
 // 5. API controls beyond the category words: a configure template (`omp.h.var`, `.h.cmake`) is
 // a public header; a setter named after a variable the library reads (lib_set_stacksize for
-// LIB_STACKSIZE, lib_set_library_serial for LIB_LIBRARY) is a control of it, a setter of
-// nothing read is not; binding calls (cpubind, membind) are affinity controls, the flags named
+// LIB_STACKSIZE, lib_set_library_serial for LIB_LIBRARY) is a control of it, and so is a setter
+// of nothing read that takes values alone (the library's own state: lib_set_colour), but not
+// one named with another prefix; binding calls (cpubind, membind) are affinity controls, the flags named
 // after them and calls that only mention a CPU set are not; private/ and deprecated headers
 // offer none.
 TEST(ExtractPatterns, ApiSettersOfReadVariablesAndBindingCalls) {
@@ -675,6 +676,7 @@ TEST(ExtractPatterns, ApiSettersOfReadVariablesAndBindingCalls) {
                                 "lib_set_stacksize_s setting src/include/lib.h.var:3",
                                 "lib_set_library_serial setting src/include/lib.h.var:4",
                                 "lib_set_schedule setting src/include/lib.h.var:5",
+                                "lib_set_colour setting src/include/lib.h.var:6",
                                 "lib_set_cpubind affinity include/bind.h:3"};  // lib_get_membind reads: a query
   EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
 }
@@ -704,8 +706,9 @@ TEST(ExtractPatterns, ApiQueriesAreNoControls) {
 
 // Where the build installs headers of a folder, one it leaves out is private; a compatibility
 // header's `#define` of an older name does not rename the control; a setter of a variable the
-// library reads with the verb last (GObject's order), a setter of the cache's limit and a
-// switch of the vector code are controls; a call that runs work on a pool is none.
+// library reads with the verb last (GObject's order), a setter of the cache's limit, a switch of
+// the cache's tracing (the library's own state) and a switch of the vector code are controls;
+// a call that runs work on a pool is none.
 TEST(ExtractPatterns, ApiBesideInstalledHeadersCompatNamesVerbLastCacheAndRun) {
   TempTree t;
   t.write("libvl/include/vl/meson.build", "install_headers('vl.h', 'vl7compat.h')\n");
@@ -727,6 +730,7 @@ TEST(ExtractPatterns, ApiBesideInstalledHeadersCompatNamesVerbLastCacheAndRun) {
   std::set<std::string> want = {"vl_concurrency_set threads libvl/include/vl/vl.h:1",
                                 "vl_leak_set setting libvl/include/vl/vl.h:2",
                                 "vl_cache_set_max_mem limit libvl/include/vl/vl.h:3",
+                                "vl_cache_set_trace setting libvl/include/vl/vl.h:4",
                                 "vl_vector_set_enabled setting libvl/include/vl/vl.h:5"};
   EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
 }
