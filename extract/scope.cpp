@@ -502,6 +502,24 @@ void BuildMap::add(const std::string& rel, std::string_view text) {
           auto words = group(toks[v].text == "[" ? v : v + 1, end, false);
           add_var(vars, var, std::move(words), append);
           i = end;
+        } else if (toks[v].kind == 'i' && vars.find(toks[v].text) != vars.end()) {
+          // var += other (+ another ...): the lists those variables hold. A list added inside
+          // `if get_option(...)` counts: the tree is read as the build that enables everything
+          // (libvips: public_other_headers += public_deprecated_headers, installed by default).
+          std::vector<std::string> words;
+          size_t end = v;
+          for (; end < toks.size() && toks[end].kind == 'i'; end += 2) {
+            auto from = vars.find(toks[end].text);
+            if (from != vars.end())
+              for (auto& w : from->second)
+                if (words.size() < kMaxArgs && vars.budget > 0) {
+                  --vars.budget;
+                  words.push_back(w);
+                }
+            if (end + 1 >= toks.size() || toks[end + 1].text != "+") break;
+          }
+          add_var(vars, var, std::move(words), append);
+          i = end;
         }
         continue;
       }
