@@ -655,6 +655,12 @@ std::string control_category(const std::string& name, const std::string& sig, co
   // the size or limit of the library's cache (vips_cache_set_max_mem): a resource limit
   if (!params.empty() && has_word({"set"}) && has_word({"cache"}) && has_word({"max", "size", "limit", "capacity"}))
     return "limit";
+  // a call that empties the library's cache as a whole, taking nothing (vips_cache_drop_all):
+  // like a pause of the runtime's threads, it gives back what the cache holds and the library
+  // goes on; one that takes an object empties that object's
+  if ((params == "()" || params == "(void)") && has_word({"cache", "caches"}) &&
+      has_word({"drop", "flush", "purge", "clear", "trim", "empty"}))
+    return "limit";
   // a switch of the library's vector (SIMD) code paths (vips_vector_set_enabled)
   if (!params.empty() && has_word({"set"}) && has_word({"vector", "simd"})) return "setting";
   // the allocator the library allocates with (omp_set_default_allocator)
