@@ -849,6 +849,112 @@ TEST(ExtractPatterns, ApiSettersInADocumentedConfigurationGroup) {
   EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
 }
 
+// A documentation group whose introduction names an environment variable the library reads is
+// a group of settings whatever its title: its setters change what that variable changes. One
+// that names a variable the library never reads is not.
+TEST(ExtractPatterns, ApiSettersInAGroupThatNamesAVariableTheLibraryReads) {
+  TempTree t;
+  t.write("src/topology.c",
+          "#include <stdlib.h>\n"
+          "void discover(void) { getenv(\"TOPO_XMLFILE\"); }\n");
+  t.write("include/topo.h",
+          "typedef struct topo_s* topo_t;\n"                                           // 1
+          "/** \\defgroup topo_source Changing the Source of Discovery\n"             // 2
+          " * Setting TOPO_XMLFILE in the environment enforces the discovery\n"       // 3
+          " * from a file as if topo_set_xml() had been called.\n"                    // 4
+          " * @{ */\n"                                                                 // 5
+          "int topo_set_xml(topo_t t, const char* path);\n"                           // 6
+          "int topo_set_pid(topo_t t, int pid);\n"                                    // 7
+          "void topo_set_userdata(topo_t t, void* data);\n"                           // 8
+          "/** @} */\n"                                                                // 9
+          "/** \\defgroup topo_edit Editing a loaded topology\n"                     // 10
+          " * TOPO_UNREAD_VARIABLE is not read by this library.\n"                    // 11
+          " * @{ */\n"                                                                 // 12
+          "int topo_set_name(topo_t t, const char* name);\n"                          // 13
+          "/** @} */\n");                                                              // 14
+  Facts f = run(t, "all", true);
+  std::set<std::string> got = api_lines(f);
+  std::set<std::string> want = {"topo_set_xml setting include/topo.h:6", "topo_set_pid setting include/topo.h:7"};
+  EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
+}
+
+// A variable is a control only where a program can assign it: an extern declaration of a value.
+// An object the header defines itself (a C++ inline variable), a static, and one of a struct
+// type are not. The values of an enum are controls only where a call that sets takes the enum:
+// not the keys of a lookup.
+TEST(ExtractPatterns, ApiVariablesProgramsAssignAndEnumsASetterTakes) {
+  TempTree t;
+  t.write("include/dev/state.h",
+          "namespace dev {\n"                                                          // 1
+          "enum ValueKind { VK_NThreads, VK_Level };\n"                                // 2
+          "unsigned& lookup32(ValueKind kind, bool readonly);\n"                       // 3
+          "template <ValueKind K> struct Value { unsigned v; };\n"                    // 4
+          "inline Value<VK_NThreads> NThreads;\n"                                      // 5
+          "enum PoolKnob { PK_num_threads, PK_stack };\n"                              // 6
+          "void set_pool_knob(PoolKnob knob, long value);\n"                          // 7
+          "extern int default_num_threads;\n"                                          // 8
+          "static int max_threads_seen = 0;\n"                                         // 9
+          "struct ThreadConfig { int n; };\n"                                          // 10
+          "extern ThreadConfig num_threads_config;\n"                                  // 11
+          "}\n");                                                                      // 12
+  Facts f = run(t, "all", true);
+  std::set<std::string> got = api_lines(f);
+  std::set<std::string> want = {"PK_num_threads threads include/dev/state.h:6",
+                                "default_num_threads threads include/dev/state.h:8"};
+  EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
+}
+
+// A setter of the library's own state is a control: named with the library's prefix (that of
+// the variables it reads), `set` among its words, taking values only (numbers, flags, strings).
+// One that takes an object sets that object's; one named with another prefix is not the
+// library's; setting an error is reporting; a callback is plumbing. A call that takes nothing
+// and empties the library's cache is a control; one that empties an object's cache is not.
+TEST(ExtractPatterns, ApiSettersOfTheLibrarysOwnStateAndItsCacheDrop) {
+  TempTree t;
+  t.write("src/init.c",
+          "#include <stdlib.h>\n"
+          "void vl_init(void) { getenv(\"VL_TRACE\"); }\n");
+  t.write("include/vl.h",
+          "typedef struct vl_image VlImage;\n"                                        // 1
+          "typedef void (*vl_log_fn)(const char* msg);\n"                             // 2
+          "void vl_cache_set_dump(int dump);\n"                                       // 3
+          "void vl_operation_block_set(const char* name, int state);\n"              // 4
+          "void vl_image_set_progress(VlImage* image, int progress);\n"              // 5
+          "void vl_error_set(int code, const char* message);\n"                      // 6
+          "void vl_set_logger(vl_log_fn fn);\n"                                       // 7
+          "void other_set_dump(int dump);\n"                                          // 8
+          "void vl_cache_drop_all(void);\n"                                           // 9
+          "void vl_image_drop_cache(VlImage* image);\n");                             // 10
+  Facts f = run(t, "all", true);
+  std::set<std::string> got = api_lines(f);
+  std::set<std::string> want = {"vl_cache_set_dump setting include/vl.h:3",
+                                "vl_operation_block_set setting include/vl.h:4",
+                                "vl_cache_drop_all limit include/vl.h:9"};
+  EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
+}
+
+// meson's `var += other` adds the list `other` holds, inside `if get_option(...)` too (the tree
+// is read as the build that enables everything): a header it installs that way is public, one
+// beside it the build never installs stays private.
+TEST(ExtractPatterns, ApiHeadersAMesonListAddsUnderAnOptionAreInstalled) {
+  TempTree t;
+  t.write("libvl/include/vl/meson.build",
+          "public_headers = files('vl.h')\n"
+          "old_headers = files('almostold.h')\n"
+          "if get_option('deprecated')\n"
+          "    public_headers += old_headers\n"
+          "endif\n"
+          "install_headers(public_headers, subdir: 'vl')\n");
+  t.write("libvl/include/vl/vl.h", "void vl_concurrency_set(int n);\n");
+  t.write("libvl/include/vl/almostold.h", "void vl_old_concurrency_set(int n);\n");
+  t.write("libvl/include/vl/internal.h", "void vl_internal_concurrency_set(int n);\n");
+  Facts f = run(t, "all", true);
+  std::set<std::string> got = api_lines(f);
+  std::set<std::string> want = {"vl_concurrency_set threads libvl/include/vl/vl.h:1",
+                                "vl_old_concurrency_set threads libvl/include/vl/almostold.h:1"};
+  EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
+}
+
 // 6. Python without the suffix: LLVM lit's test configurations are read, as test code wherever
 // they sit, their @NAME@ templates too; SCons scripts are build code. An INI-style setup.cfg
 // is not Python and names nothing.
