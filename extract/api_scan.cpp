@@ -215,7 +215,10 @@ bool value_parameter(CXType t) {
 // its name, that takes values and nothing else. It holds no object to set a field of, so what
 // it sets is the library's, for the whole process: vips_cache_set_dump(gboolean),
 // vips_operation_block_set(const char *, gboolean), where vips_image_set_progress(VipsImage *,
-// gboolean) sets one image's. Setting an error or a status is reporting, not a setting.
+// gboolean) sets one image's. A number named as an object's identifier or handle (`id`,
+// `handle`, `ctx`, `context`, `fd` its last word: starpu_sched_ctx_set_min_priority(unsigned
+// sched_ctx_id, int)) holds an object as a pointer would. Setting an error or a status is
+// reporting, not a setting.
 bool library_wide_setter(CXCursor fn, const std::string& name, const std::vector<Knob>& knobs) {
   auto words = lpcl::identifier_words(name);
   if (words.size() < 2 || !has_any_word(words, {"set"}) ||
@@ -225,8 +228,14 @@ bool library_wide_setter(CXCursor fn, const std::string& name, const std::vector
   if (prefix == knobs.end() || prefix->first != words.front()) return false;
   int n = clang_Cursor_getNumArguments(fn);
   if (n < 1) return false;
-  for (int i = 0; i < n; ++i)
-    if (!value_parameter(clang_getCursorType(clang_Cursor_getArgument(fn, static_cast<unsigned>(i))))) return false;
+  for (int i = 0; i < n; ++i) {
+    CXCursor a = clang_Cursor_getArgument(fn, static_cast<unsigned>(i));
+    if (!value_parameter(clang_getCursorType(a))) return false;
+    auto pw = lpcl::identifier_words(take(clang_getCursorSpelling(a)));
+    if (!pw.empty() && (pw.back() == "id" || pw.back() == "handle" || pw.back() == "ctx" || pw.back() == "context" ||
+                        pw.back() == "fd"))
+      return false;
+  }
   return true;
 }
 
