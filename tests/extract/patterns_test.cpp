@@ -907,7 +907,8 @@ TEST(ExtractPatterns, ApiVariablesProgramsAssignAndEnumsASetterTakes) {
 // A setter of the library's own state is a control: named with the library's prefix (that of
 // the variables it reads), `set` among its words, taking values only (numbers, flags, strings).
 // One that takes an object sets that object's; one named with another prefix is not the
-// library's; setting an error is reporting; a callback is plumbing. A call that takes nothing
+// library's, nor one that takes a number named as an object's identifier or handle (the
+// object's); setting an error is reporting; a callback is plumbing. A call that takes nothing
 // and empties the library's cache is a control; one that empties an object's cache is not.
 TEST(ExtractPatterns, ApiSettersOfTheLibrarysOwnStateAndItsCacheDrop) {
   TempTree t;
@@ -924,12 +925,16 @@ TEST(ExtractPatterns, ApiSettersOfTheLibrarysOwnStateAndItsCacheDrop) {
           "void vl_set_logger(vl_log_fn fn);\n"                                       // 7
           "void other_set_dump(int dump);\n"                                          // 8
           "void vl_cache_drop_all(void);\n"                                           // 9
-          "void vl_image_drop_cache(VlImage* image);\n");                             // 10
+          "void vl_image_drop_cache(VlImage* image);\n"                               // 10
+          "void vl_pool_set_priority(unsigned pool_id, int priority);\n"              // 11
+          "void vl_stream_set_level(int stream_handle, int level);\n"                 // 12
+          "void vl_sched_set_min_priority(int min_prio);\n");                         // 13
   Facts f = run(t, "all", true);
   std::set<std::string> got = api_lines(f);
   std::set<std::string> want = {"vl_cache_set_dump setting include/vl.h:3",
                                 "vl_operation_block_set setting include/vl.h:4",
-                                "vl_cache_drop_all limit include/vl.h:9"};
+                                "vl_cache_drop_all limit include/vl.h:9",
+                                "vl_sched_set_min_priority setting include/vl.h:13"};
   EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
 }
 
