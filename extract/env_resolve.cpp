@@ -163,7 +163,7 @@ class Resolver {
     // every definition is an alternative: #ifdef branches, table rows
     for (auto& f : files)
       for (auto& c : f.constants) {
-        if (!c.value.empty()) constants_[c.name].push_back(c.value);
+        if (!c.value.empty()) constants_[c.name].push_back({c.value, &f});
         if (!c.raw.empty()) raw_macros_[c.name].push_back(c.raw);
       }
     for (auto& f : files)
@@ -478,8 +478,12 @@ class Resolver {
   }
 
   // Evaluates a name expression to its possible texts (one per #ifdef branch or table row);
-  // false when it depends on something unknown.
-  bool evaluate(const NameExpr& e, std::vector<std::string>& outs, int depth = 0) const {
+  // false when it depends on something unknown. `site`: the file the expression is written in.
+  // A constant of a source file is that file's: another file reaches it only through an extern
+  // declaration, which names no value. So a name is the constant of its own file where that
+  // file defines one (`const char* name = "UV_TEST_FOO"` in a test, not another test's
+  // `static const char* name = "localhost"`), and any file's (a header's, a macro's) otherwise.
+  bool evaluate(const NameExpr& e, std::vector<std::string>& outs, int depth = 0, const FileCode* site = nullptr) const {
     if (depth > 8) return false;
     outs = {""};
     auto extend = [&](const std::vector<std::string>& alts) {
@@ -495,10 +499,13 @@ class Resolver {
         case Piece::Ident: {
           auto it = constants_.find(p.text);
           if (it != constants_.end()) {
+            const bool own = site && std::any_of(it->second.begin(), it->second.end(),
+                                                 [&](const auto& d) { return d.second == site; });
             std::vector<std::string> alts;
-            for (auto& v : it->second) {
+            for (auto& [v, file] : it->second) {
+              if (own && file != site) continue;
               std::vector<std::string> sub;
-              if (evaluate(v, sub, depth + 1)) alts.insert(alts.end(), sub.begin(), sub.end());
+              if (evaluate(v, sub, depth + 1, file)) alts.insert(alts.end(), sub.begin(), sub.end());
             }
             if (alts.empty()) return false;
             std::sort(alts.begin(), alts.end());
@@ -512,7 +519,7 @@ class Resolver {
         case Piece::Apply: {
           if ((p.text == kUpper || p.text == kLower) && p.args.size() == 1) {
             std::vector<std::string> sub;
-            if (!evaluate(p.args[0], sub, depth + 1)) return false;
+            if (!evaluate(p.args[0], sub, depth + 1, site)) return false;
             for (auto& v : sub)
               for (auto& ch : v)
                 ch = static_cast<char>(p.text == kUpper ? std::toupper(static_cast<unsigned char>(ch))
@@ -529,7 +536,7 @@ class Resolver {
             NameExpr body = substitute(builder->second, args);
             if (has_param(body)) return false;
             std::vector<std::string> sub;
-            if (!evaluate(body, sub, depth + 1)) return false;
+            if (!evaluate(body, sub, depth + 1, site)) return false;
             extend(sub);
             break;
           }
@@ -559,7 +566,7 @@ class Resolver {
           continue;
         }
         std::vector<std::string> values;
-        if (!evaluate(name, values)) {
+        if (!evaluate(name, values, 0, &f)) {
           unresolved(f, c);
           continue;
         }
@@ -688,7 +695,7 @@ class Resolver {
         one.insert(one.end(), value->begin(), value->end());
         one.insert(one.end(), name.begin() + at + 1, name.end());
         std::vector<std::string> values;
-        if (!evaluate(one, values)) continue;
+        if (!evaluate(one, values, 0, file)) continue;
         for (auto& v : values) add_read(f, c, r, strip_quotes(v), out, file->file, row.line);
       }
     }
@@ -761,7 +768,8 @@ class Resolver {
     std::map<std::string, std::pair<std::string, std::string>> getters;      // method -> {member, case}
   };
   std::unordered_map<std::string, ClassMembers> classes_;
-  std::unordered_map<std::string, std::vector<NameExpr>> constants_;
+  // every definition of a constant, with the file it is written in
+  std::unordered_map<std::string, std::vector<std::pair<NameExpr, const FileCode*>>> constants_;
   std::unordered_map<std::string, std::vector<std::string>> raw_macros_;
   std::set<std::string> stringifiers_;
   std::unordered_map<std::string, const Record*> records_;
