@@ -294,6 +294,12 @@ NameExpr eval_tokens(const std::vector<Token>& t, size_t a, size_t b, const std:
     }
     if (k.kind == Token::Punct && k.text == ")") continue;
     if (k.kind == Token::Ident) {
+      // L##s, u8##s: a wide or Unicode literal of the string parameter s, the same name
+      if ((k.text == "L" || k.text == "u" || k.text == "U" || k.text == "u8") && i + 2 < b && t[i + 1].text == "##" &&
+          t[i + 2].kind == Token::Ident && index_of(params, t[i + 2].text) >= 0) {
+        ++i;
+        continue;
+      }
       if (i + 1 < b && t[i + 1].text == "##") { out.push_back({Piece::Unknown, k.text}); continue; }
       int p = index_of(params, k.text);
       if (p >= 0) { out.push_back({Piece::Param, k.text, p}); continue; }
@@ -1363,6 +1369,10 @@ class FileScanner {
         string_row(row);
         continue;
       }
+      if (is(row, "call_expression")) {
+        macro_row(row, table);
+        continue;
+      }
       if (!is(row, "initializer_list") || ts_node_named_child_count(row) == 0) continue;
       TSNode first = ts_node_named_child(row, 0);
       if (is(first, "string_literal")) {
@@ -1389,6 +1399,59 @@ class FileScanner {
       table.rows.push_back(std::move(r));
     }
     if (!table.rows.empty()) out_.tables.push_back(std::move(table));
+  }
+
+  // A row written as a call of a function-like macro of this file whose body is a braced
+  // initializer (`E_V("HOMEDRIVE")` with `#define E_V(str) { L##str, L##str L"=", sizeof(str) }`):
+  // the body's items with the call's arguments in place of the parameters, positional.
+  void macro_row(TSNode call, Table& table) {
+    std::string callee = trim(text(ts_node_child_by_field_name(call, "function", 8)));
+    const Definition* m = nullptr;
+    std::string text_of_body;
+    for (size_t i = 0; i < out_.defs.size() && i < def_nodes_.size(); ++i)
+      if (out_.defs[i].macro && out_.defs[i].name == callee) {
+        TSNode value = ts_node_child_by_field_name(def_nodes_[i].node, "value", 5);
+        if (ts_node_is_null(value)) return;
+        m = &out_.defs[i];
+        text_of_body = clip(text(value), 4096);
+        break;
+      }
+    if (!m) return;
+    std::string_view body = text_of_body;
+    while (!body.empty() && std::isspace(static_cast<unsigned char>(body.front()))) body.remove_prefix(1);
+    while (!body.empty() && std::isspace(static_cast<unsigned char>(body.back()))) body.remove_suffix(1);
+    if (body.size() < 2 || body.front() != '{' || body.back() != '}') return;
+    std::vector<NameExpr> args;
+    TSNode list = ts_node_child_by_field_name(call, "arguments", 9);
+    for (uint32_t j = 0, n = ts_node_named_child_count(list); j < n && args.size() < 16; ++j) {
+      TSNode a = ts_node_named_child(list, j);
+      if (is(a, "comment")) continue;
+      NameExpr e;
+      if (is(a, "string_literal") || is(a, "concatenated_string") || is(a, "identifier")) eval(a, -1, e);
+      args.push_back(std::move(e));
+    }
+    auto toks = tokenize(body.substr(1, body.size() - 2));
+    Table::Row r;
+    r.line = line(call);
+    auto item = [&](size_t from, size_t to) {
+      Table::Item it;
+      for (Piece& piece : eval_tokens(toks, from, to, m->params)) {
+        if (piece.kind == Piece::Param && piece.param >= 0 && static_cast<size_t>(piece.param) < args.size())
+          it.value.insert(it.value.end(), args[piece.param].begin(), args[piece.param].end());
+        else
+          it.value.push_back(std::move(piece));
+      }
+      r.items.push_back(std::move(it));
+    };
+    int level = 0;
+    size_t start = 0;
+    for (size_t k = 0; k < toks.size() && r.items.size() < kMaxRowItems; ++k) {
+      if (toks[k].text == "(" || toks[k].text == "{" || toks[k].text == "[") ++level;
+      else if (toks[k].text == ")" || toks[k].text == "}" || toks[k].text == "]") --level;
+      else if (toks[k].text == "," && level == 0) { item(start, k); start = k + 1; }
+    }
+    if (start < toks.size() && r.items.size() < kMaxRowItems) item(start, toks.size());
+    if (!r.items.empty()) table.rows.push_back(std::move(r));
   }
 
   // .name (field_designator) or name: (old GNU style): the field's name.
