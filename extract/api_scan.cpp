@@ -672,12 +672,13 @@ std::string control_category(const std::string& name, const std::string& sig, co
     return "limit";
   // a switch of the library's vector (SIMD) code paths (vips_vector_set_enabled)
   if (!params.empty() && has_word({"set"}) && has_word({"vector", "simd"})) return "setting";
-  // the allocator the library allocates with (omp_set_default_allocator)
-  if (!params.empty() && has_word({"set"}) && has_word({"allocator"})) return "allocator";
+  // the allocator the library allocates with (omp_set_default_allocator, uv_replace_allocator)
+  if (!params.empty() && has_word({"set", "replace", "use", "install"}) && has_word({"allocator"})) return "allocator";
   // the library's settings as a whole, from a string or a table (kmp_set_defaults)
   if (!params.empty() && has_word({"set"}) && has_word({"defaults", "settings", "options"})) return "setting";
-  // a call that pauses or releases the runtime's threads and resources (omp_pause_resource_all)
-  if (!params.empty() && has_word({"pause", "release"}) && has_word({"resource", "resources", "threads", "workers"}))
+  // a call that pauses, releases or frees the runtime's threads and resources
+  // (omp_pause_resource_all, blosc_free_resources)
+  if (!params.empty() && has_word({"pause", "release", "free"}) && has_word({"resource", "resources", "threads", "workers"}))
     return "threads";
   // a thread cache (tcache) as a word of its own, not the end of GetCache
   for (size_t at = n.find("tcache"); at != std::string::npos; at = n.find("tcache", at + 1))
