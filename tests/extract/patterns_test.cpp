@@ -960,6 +960,73 @@ TEST(ExtractPatterns, ApiHeadersAMesonListAddsUnderAnOptionAreInstalled) {
   EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
 }
 
+// A string constant of a source file is that file's: another file's static of the same name
+// (a test's `static const char* name = "localhost"`) is not what `name` holds here. A name its
+// own file does not define is any file's: a header's macro, another file's global.
+TEST(ExtractPatterns, AConstantOfASourceFileIsThatFilesOwn) {
+  TempTree t;
+  t.write("include/keys.h", "#define KEY \"LIB_KEY\"\n");
+  t.write("test/a.c",
+          "static const char* name = \"localhost\";\n"        // 1
+          "void resolve(const char*);\n"                     // 2
+          "void a(void) { resolve(name); }\n");              // 3
+  t.write("test/b.c",
+          "#include <stdlib.h>\n"                            // 1
+          "static const char* name = \"LIB_TEST_FOO\";\n"    // 2
+          "void b(void) { getenv(name); }\n");               // 3
+  t.write("src/c.c",
+          "#include <stdlib.h>\n"                            // 1
+          "#include \"keys.h\"\n"                            // 2
+          "void c(void) { getenv(KEY); }\n");                // 3
+  t.write("src/d.c", "const char* other_name = \"LIB_D\";\n");
+  t.write("src/e.c",
+          "#include <stdlib.h>\n"                            // 1
+          "extern const char* other_name;\n"                 // 2
+          "void e(void) { getenv(other_name); }\n");         // 3
+  Facts f = run(t);
+  std::set<std::string> want = {"LIB_TEST_FOO test/b.c:3 test", "LIB_KEY src/c.c:3 library",
+                                "LIB_D src/e.c:3 library"};
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
+}
+
+// A table's rows may be calls of a macro of the file whose body is a braced initializer
+// (`E_V("NAME")` with `#define E_V(str) { L##str, L##str L"=", sizeof(str) }`): each row is that
+// initializer with the call's arguments in place, so `required_vars[i].wide` reads every row's
+// name; a wide literal pasted onto the parameter (L##str) is the same name.
+TEST(ExtractPatterns, TableRowsBuiltByAMacro) {
+  TempTree t;
+  t.write("src/win/process.c",
+          "#include <windows.h>\n"                                                      // 1
+          "typedef struct { const WCHAR* wide; const WCHAR* wide_eq; size_t len; } env_var_t;\n"
+          "#define E_V(str) { L##str, L##str L\"=\", sizeof(str) }\n"                   // 3
+          "static const env_var_t required_vars[] = {\n"                                // 4
+          "  E_V(\"LIB_HOMEDRIVE\"),\n"                                                 // 5
+          "  E_V(\"LIB_SYSTEMROOT\"),\n"                                                // 6
+          "};\n"                                                                        // 7
+          "void make_env(void) {\n"                                                     // 8
+          "  for (int i = 0; i < 2; i++) GetEnvironmentVariableW(required_vars[i].wide, 0, 0);\n"
+          "}\n");
+  Facts f = run(t);
+  std::set<std::string> want = {"LIB_HOMEDRIVE src/win/process.c:5 library", "LIB_SYSTEMROOT src/win/process.c:6 library"};
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
+}
+
+// The allocator the library allocates with may be replaced or installed, not only set; the
+// runtime's resources as a whole may be freed as well as paused or released.
+TEST(ExtractPatterns, ApiAllocatorReplacedAndResourcesFreed) {
+  TempTree t;
+  t.write("include/ev.h",
+          "typedef void* (*ev_malloc_fn)(unsigned long size);\n"                    // 1
+          "typedef void (*ev_free_fn)(void* p);\n"                                   // 2
+          "int ev_replace_allocator(ev_malloc_fn m, ev_free_fn f);\n"                // 3
+          "void ev_free_resources(void);\n"                                          // 4
+          "void ev_free_buffer(void* buffer);\n");                                   // 5
+  Facts f = run(t, "all", true);
+  std::set<std::string> got = api_lines(f);
+  std::set<std::string> want = {"ev_replace_allocator allocator include/ev.h:3", "ev_free_resources threads include/ev.h:4"};
+  EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
+}
+
 // 6. Python without the suffix: LLVM lit's test configurations are read, as test code wherever
 // they sit, their @NAME@ templates too; SCons scripts are build code. An INI-style setup.cfg
 // is not Python and names nothing.
