@@ -343,6 +343,37 @@ struct Range {
 constexpr uint32_t kMaxTableRows = 4096;
 constexpr size_t kMaxRowItems = 64;
 
+// Brackets open at once beyond which a file is not parsed. tree-sitter 0.20's error recovery
+// corrupts its heap on tens of thousands of unclosed brackets (20,000 of `f(x,` abort the
+// process, 65,535 of `(`), so a source file can kill whatever extracts it; no real source
+// nests a hundredth of this bound.
+constexpr size_t kMaxNesting = 4096;
+
+// The deepest nesting of (, [ and { in a source, outside string and character literals and
+// comments (// and /* */; # in Python).
+size_t max_nesting(std::string_view s, bool python) {
+  size_t depth = 0, deepest = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (c == '"' || c == '\'') {
+      for (++i; i < s.size() && s[i] != c && s[i] != '\n'; ++i)
+        if (s[i] == '\\') ++i;
+    } else if (python && c == '#') {
+      while (i < s.size() && s[i] != '\n') ++i;
+    } else if (!python && c == '/' && i + 1 < s.size() && s[i + 1] == '/') {
+      while (i < s.size() && s[i] != '\n') ++i;
+    } else if (!python && c == '/' && i + 1 < s.size() && s[i + 1] == '*') {
+      size_t end = s.find("*/", i + 2);
+      i = end == std::string_view::npos ? s.size() : end + 1;
+    } else if (c == '(' || c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ')' || c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 class FileScanner {
  public:
   FileScanner(const std::string& rel, std::string_view src, Lang lang, Diagnostics& d)
@@ -357,6 +388,13 @@ class FileScanner {
       diags_.error({out_.file, 0, 0}, std::string("internal: tree-sitter query for ") + lang_name(lang_) +
                                           " does not compile: " + q.error, "query-error",
                    "check extract/queries/*.scm against the grammar version");
+      return std::move(out_);
+    }
+    if (size_t deep = max_nesting(src_, lang_ == Lang::Python); deep > kMaxNesting) {
+      diags_.warning({out_.file, 0, 0},
+                     "brackets nested " + std::to_string(deep) + " deep (more than " + std::to_string(kMaxNesting) +
+                         "); file not scanned",
+                     "too-deep", "no real source nests this deep: a generated or hostile file");
       return std::move(out_);
     }
     TSParser* parser = parser_for(lang_);
