@@ -184,6 +184,37 @@ TEST(ExtractHostile, AHugeInitializerIsLeftOutAndSaidSo) {
   EXPECT_NE(f.diagnostics.str().find("too-wide"), std::string::npos) << f.diagnostics.str();
 }
 
+// Files of tens of thousands of unclosed brackets (C and Python) once corrupted the parser's
+// heap and killed the process: they are not parsed, said so, and the tree's other files are
+// read. A file nesting deep but within the bound, with brackets inside literals and comments,
+// is read.
+TEST(ExtractHostile, DeeplyNestedBracketsAreSkippedNotFatal) {
+  TempTree t;
+  t.write("src/parens.c", std::string(65535, '('));
+  std::string calls;
+  for (int i = 0; i < 20000; ++i) calls += "f(x,";
+  t.write("src/calls.c", calls);
+  t.write("tools/deep.py", std::string(30000, '['));
+  std::string fine = "#include <stdlib.h>\n/* ((((((((( */ const char* s = \"[[[[[[[[\";\n";
+  for (int i = 0; i < 100; ++i) fine += "int g" + std::to_string(i) + "(void) { if (1) { ";
+  fine += "getenv(\"STILL_READ\");";
+  for (int i = 0; i < 100; ++i) fine += " } return 0; }\n";
+  t.write("src/fine.c", fine);
+  ExtractOptions o;
+  o.paths = {t.root.string()};
+  o.threads = 2;
+  o.api_controls = false;
+  o.scope = "all";
+  Facts f = extract(o);
+  std::set<std::string> names;
+  for (auto& e : f.env_vars) names.insert(e.name);
+  EXPECT_EQ(names, (std::set<std::string>{"STILL_READ"}));
+  std::string d = f.diagnostics.str();
+  for (const char* file : {"src/parens.c", "src/calls.c", "tools/deep.py"})
+    EXPECT_NE(d.find(std::string(file) + ": warning: brackets nested"), std::string::npos) << file << "\n" << d;
+  EXPECT_EQ(d.find("src/fine.c: warning: brackets"), std::string::npos) << d;
+}
+
 // Headers that make the header pass work hard: a configure template of 200000 #cmakedefine
 // lines (rewritten in one pass, not once per line), a public header including 3000 headers
 // of the tree and each of those including it back (read once each, within the byte budget).
