@@ -262,13 +262,23 @@ Head read_head(Transport& t, std::string& buf, Clock::time_point first_byte, con
 }
 
 bool tchar(unsigned char c) {
-  return std::isalnum(c) || std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
+  // strchr finds the terminating NUL too: a NUL is no token character
+  return c != 0 && (std::isalnum(c) || std::strchr("!#$%&'*+-.^_`|~", c) != nullptr);
 }
+
 
 bool equals_nocase(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
            return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
          });
+}
+
+// The header fields the server acts on: framing, authentication, content negotiation.
+bool acted_on(std::string_view name) {
+  for (std::string_view h : {"Content-Length", "Transfer-Encoding", "Authorization", "Content-Type", "Host", "Connection",
+                             "Expect"})
+    if (equals_nocase(name, h)) return true;
+  return false;
 }
 
 // Checks the request head at the start of `buf` (read_head found its end) as RFC 9112 frames
@@ -279,7 +289,11 @@ bool equals_nocase(std::string_view a, std::string_view b) {
 //   httplib parses: anything else it answers without reading the head), the target visible
 //   ASCII.
 // - Fields: name ":" value CRLF; the name a token (no space before the colon), no folded
-//   lines, no control characters in the value but tab.
+//   lines, no control characters in the value but tab. A field the server acts on
+//   (Content-Length, Transfer-Encoding, Authorization, Content-Type, Host, Connection, Expect)
+//   holds no '%': httplib percent-decodes values, and the server must read what a proxy in
+//   front of it reads (`Content-Length: %32` is not 2, `Bearer TOKEN%00x` is not TOKEN).
+//   Content-Length is digits.
 // - Framing: a method whose body the server never reads (anything but POST, PUT, PATCH and
 //   DELETE) may announce none: a Content-Length other than 0, or a Transfer-Encoding, would
 //   leave the body in the stream to be read as the next request.
@@ -326,6 +340,11 @@ std::string check_head(std::string& buf) {
       return "a header field value holds a control character";
     size_t b = value.find_first_not_of(" \t"), e = value.find_last_not_of(" \t");
     std::string_view v = b == std::string::npos ? std::string_view{} : value.substr(b, e - b + 1);
+    if (acted_on(name) && v.find('%') != std::string_view::npos)
+      return "the " + std::string(name) + " field holds '%' (values are read as sent, not percent-decoded)";
+    if (equals_nocase(name, "Content-Length") &&
+        (v.empty() || !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; })))
+      return "Content-Length is not a number";
     if (!body_method && equals_nocase(name, "Transfer-Encoding"))
       return std::string(method) + " carries no body: Transfer-Encoding is not accepted";
     if (!body_method && equals_nocase(name, "Content-Length") && v != "0")
