@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "extract/extract.h"
+#include "lpcl/lexer.h"
 #include "service/json_forms.h"
 #include "store/store.h"
 
@@ -457,6 +458,14 @@ std::string fetch_release(const SourcePolicy& policy, const ReleaseRequest& req,
                           const std::function<void(const std::string&, double, const std::string&)>& say,
                           std::optional<synth::LlmConfig>& llm, const std::shared_ptr<Diagnostics>& denied,
                           FetchedSource& src, std::string& facts_key, ReleaseOutcome& o) {
+  // the contract is written `contract NAME "VERSION"`: a name LPCL cannot read back would be
+  // stored as a contract that does not parse, and could never be composed
+  if (!lpcl::is_identifier(req.library)) {
+    o.diags.error(SourceLoc{"request", 0, 0},
+                  "the library name '" + req.library.substr(0, 200) + "' is no LPCL identifier", "bad-library-name",
+                  "name the contract with letters, digits and _, not starting with a digit (c_blosc for c-blosc)");
+    return "failed";
+  }
   if (!guarded_llm(policy, req, llm, denied, o.diags)) return "failed";
   say("fetch", 0.05, "fetching " + std::string(to_string(req.source.kind)) + " source");
   if (!fetch_source(req.source, policy, src, o.diags, cancelled, [&](const std::string& l) { say("fetch", 0.1, l); }))

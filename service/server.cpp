@@ -12,9 +12,11 @@
 #include <filesystem>
 #include <iostream>
 #include <limits>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "lpcl/lexer.h"
 #include "lpcl/lpcl.h"
 #include "service/compose.h"
 #include "service/connection.h"
@@ -53,6 +55,15 @@ std::string truncate_utf8(const std::string& s, size_t n) {
 
 // A field of the access log: printable ASCII as is, everything else escaped, so that a
 // request cannot write a line of its own.
+// Writes one line of the log whole: concurrent requests' lines never interleave (a chain of
+// `std::cerr <<` is one write per piece).
+void log_line(const std::string& line) {
+  static std::mutex m;
+  std::lock_guard<std::mutex> lock(m);
+  std::cerr.write(line.data(), static_cast<std::streamsize>(line.size()));
+  std::cerr.flush();
+}
+
 std::string log_field(const std::string& s, size_t max = 512) {
   static const char* hex = "0123456789abcdef";
   std::string o;
@@ -71,8 +82,16 @@ std::string log_field(const std::string& s, size_t max = 512) {
 
 // Nesting depth of a JSON text (outside strings), counted before parsing, so that no deep
 // value reaches a recursive walk. Stops counting past `limit`.
-size_t json_depth(const std::string& text, size_t limit) {
-  size_t depth = 0, deepest = 0;
+// How deep a JSON text nests arrays and objects, and how many values it holds (each array,
+// object and comma outside strings), stopping once either passes its limit. Checked before
+// parsing: the parsed form of a compact body is tens of times its size (a 1 MiB body of `{},`
+// took 29 MB), so the count bounds what one request can make the server hold.
+struct JsonShape {
+  size_t depth = 0, values = 0;
+};
+JsonShape json_shape(const std::string& text, size_t depth_limit, size_t values_limit) {
+  JsonShape out;
+  size_t depth = 0;
   bool in_string = false;
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
@@ -83,13 +102,16 @@ size_t json_depth(const std::string& text, size_t limit) {
     }
     if (c == '"') in_string = true;
     else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-      if (deepest > limit) return deepest;
+      out.depth = std::max(out.depth, ++depth);
+      ++out.values;
     } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;
+    } else if (c == ',') {
+      ++out.values;
     }
+    if (out.depth > depth_limit || out.values > values_limit) return out;
   }
-  return deepest;
+  return out;
 }
 
 std::string new_request_id() {
@@ -307,8 +329,8 @@ struct Service::Impl {
   // nothing of the server's internals.
   void internal_error(const httplib::Request& req, httplib::Response& res, const std::string& what) {
     res.headers.erase("Content-Length");
-    std::cerr << "syspilot serve: " << t_request_id << " " << log_field(req.method) << " " << log_field(req.path)
-              << ": internal error: " << log_field(what, 2000) << "\n";
+    log_line("syspilot serve: " + t_request_id + " " + log_field(req.method) + " " + log_field(req.path) +
+             ": internal error: " + log_field(what, 2000) + "\n");
     send_error(res, 500, "internal", "internal error while serving this request",
                "report the request id " + t_request_id + "; the server's log has the details");
   }
@@ -395,10 +417,17 @@ struct Service::Impl {
       out = json::object();
       return true;
     }
-    if (json_depth(req.body, opts.limits.max_json_depth) > opts.limits.max_json_depth) {
+    JsonShape shape = json_shape(req.body, opts.limits.max_json_depth, opts.limits.max_json_values);
+    if (shape.depth > opts.limits.max_json_depth) {
       send_error(res, 400, "too-deep",
                  "the body nests arrays and objects deeper than " + std::to_string(opts.limits.max_json_depth),
                  "send a flatter JSON object");
+      return false;
+    }
+    if (shape.values > opts.limits.max_json_values) {
+      send_error(res, 400, "too-many-values",
+                 "the body holds more than " + std::to_string(opts.limits.max_json_values) + " JSON values",
+                 "send fewer values: no request of this API needs more");
       return false;
     }
     try {
@@ -579,6 +608,12 @@ struct Service::Impl {
       }
     std::string lib = body["library"], ver = body["version"];
     if (!check_name(res, lib, kNameRe, "library") || !check_name(res, ver, kVersionRe, "version")) return;
+    if (!lpcl::is_identifier(lib)) {
+      // the contract is written `contract NAME "VERSION"`: LPCL must read the name back
+      send_error(res, 400, "bad-library", "invalid library '" + lib + "': a contract's name is an LPCL identifier",
+                 "letters, digits and _, not starting with a digit (c_blosc for c-blosc)");
+      return;
+    }
     if (!body.contains("source")) {
       send_error(res, 400, "bad-source", "'source' is required",
                  "for example {\"kind\": \"git\", \"url\": \"https://...\", \"ref\": \"v1.0\"}");
@@ -998,14 +1033,15 @@ struct Service::Impl {
       if (t_start.time_since_epoch().count() == 0) secs = 0;
       metrics.observe_request(req.method, route, res.status, secs);
       if (opts.access_log)
-        std::cerr << log_field(req.remote_addr) << " " << log_field(req.method, 16) << " " << log_field(req.path)
-                  << " " << res.status << " " << static_cast<int>(secs * 1e6) << "us " << t_request_id << "\n";
+        log_line(log_field(req.remote_addr) + " " + log_field(req.method, 16) + " " + log_field(req.path) + " " +
+                 std::to_string(res.status) + " " + std::to_string(static_cast<int>(secs * 1e6)) + "us " +
+                 t_request_id + "\n");
       t_route.clear();
       t_request_id.clear();
     });
     http->on_refused = [this](int status, const std::string& peer) {
       metrics.observe_request("-", "refused", status, 0);
-      if (opts.access_log) std::cerr << log_field(peer) << " - - " << status << " refused\n";
+      if (opts.access_log) log_line(log_field(peer) + " - - " + std::to_string(status) + " refused\n");
     };
     auto bind = [this](void (Impl::*m)(const httplib::Request&, httplib::Response&)) {
       return [this, m](const httplib::Request& q, httplib::Response& s) { (this->*m)(q, s); };

@@ -20,6 +20,7 @@ struct Limits {
   size_t max_headers = 64;           // more header fields get 431
   size_t max_uri_bytes = 4096;       // a longer request line gets 414
   size_t max_json_depth = 64;        // deeper nesting of arrays and objects in a body gets 400
+  size_t max_json_values = 10000;    // more values (arrays, objects, commas) in a body gets 400
   double header_timeout_s = 5;       // first byte (or TLS hello) to the end of the head; else 408
   double idle_timeout_s = 5;         // keep-alive: waiting for the next request's first byte
   double body_timeout_s = 30;        // end of the head to the end of the body
