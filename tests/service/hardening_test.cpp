@@ -269,6 +269,68 @@ TEST_F(Hardening, MalformedHeadsAreAnsweredOnceAndClosed) {
   EXPECT_LT(healthz_seconds(), 2);
 }
 
+// The headers the server acts on are read as sent: cpp-httplib would percent-decode a value and
+// cut it at a NUL, so the server and a proxy in front of it could read different lengths or
+// tokens. A NUL in a field name is no token character. Each such head is one 400 and closed;
+// the same requests written plainly are served.
+TEST_F(Hardening, HeadersTheServerActsOnAreReadAsSent) {
+  start();
+  const std::string heads[] = {
+      std::string("GET /healthz HTTP/1.1\r\nHost: y\r\nX\0: y\r\n\r\n", 41),
+      "POST /v1/compose HTTP/1.1\r\nHost: y\r\nAuthorization: Bearer " + read_token +
+          "\r\nContent-Type: application/json\r\nContent-Length: %32\r\n\r\n{}",
+      "POST /v1/compose HTTP/1.1\r\nHost: y\r\nAuthorization: Bearer " + read_token +
+          "\r\nContent-Type: application/json\r\nContent-Length: 2%00999\r\n\r\n{}",
+      "GET /v1/whoami HTTP/1.1\r\nHost: y\r\nAuthorization: Bearer " + read_token + "%00anything\r\n\r\n",
+      "GET /v1/whoami HTTP/1.1\r\nHost: y\r\nAuthorization: Bearer %" + [&] {
+        char hex[3];
+        std::snprintf(hex, sizeof hex, "%02X", static_cast<unsigned char>(read_token[0]));
+        return std::string(hex) + read_token.substr(1);
+      }() + "\r\n\r\n"};
+  for (const auto& h : heads) {
+    std::string r = raw(port(), h, 4);
+    EXPECT_EQ(status_of(r), 400) << h << " -> " << r;
+    EXPECT_EQ(responses_in(r), 1) << h << " -> " << r;
+  }
+  std::string ok = raw(port(), "GET /v1/whoami HTTP/1.1\r\nHost: y\r\nAuthorization: Bearer " + read_token +
+                                   "\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(status_of(ok), 200) << ok;
+  EXPECT_EQ(status_of(post("/v1/compose", "{}", read_token)) / 100, 4);  // read, then judged: no libraries
+  EXPECT_LT(healthz_seconds(), 2);
+}
+
+// A body of more JSON values than any request needs is refused before it is parsed: its parsed
+// form would be tens of times its size. A body within the bound is parsed and judged.
+TEST_F(Hardening, ABodyOfTooManyJsonValuesIsRefusedBeforeItIsParsed) {
+  start();
+  std::string many = "{\"libraries\": [";
+  for (int i = 0; i < 20000; ++i) many += "{},";
+  many += "{}]}";
+  std::string r = post("/v1/compose", many, read_token);
+  EXPECT_EQ(status_of(r), 400) << r.substr(0, 300);
+  EXPECT_EQ(body_of(r)["error"]["code"], "too-many-values") << r.substr(0, 300);
+  std::string few = "{\"libraries\": [";
+  for (int i = 0; i < 100; ++i) few += "\"lib\",";
+  few += "\"lib\"]}";
+  r = post("/v1/compose", few, read_token);
+  EXPECT_NE(body_of(r)["error"]["code"], "too-many-values") << r.substr(0, 300);
+  EXPECT_LT(healthz_seconds(), 2);
+}
+
+// A contract is written `contract NAME "VERSION"`, so a synthesis whose library name LPCL
+// cannot read back (a package name with '-' or '+', one starting with a digit) is refused at
+// once, not stored as a contract that does not parse.
+TEST_F(Hardening, ALibraryNameLpclCannotReadIsRefused) {
+  start();
+  for (const char* lib : {"a-b", "x+y", "9lib", "gstreamer1.0"}) {
+    std::string body = std::string(R"({"library": ")") + lib +
+                       R"(", "version": "1.0", "source": {"kind": "dir", "path": "/nonexistent"}})";
+    std::string r = post("/v1/synthesize", body, write_token);
+    EXPECT_EQ(status_of(r), 400) << lib << " -> " << r;
+    EXPECT_EQ(body_of(r)["error"]["code"], "bad-library") << lib << " -> " << r;
+  }
+}
+
 // Range is ignored: a response is always whole, so thousands of ranges cannot make the server
 // build thousands of copies of a body.
 TEST_F(Hardening, RangesAreIgnored) {
