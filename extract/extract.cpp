@@ -17,8 +17,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <thread>
@@ -196,30 +198,22 @@ void assign_scopes(Facts& facts, const scope::BuildMap& build, const std::vector
 }
 
 
-// The libclang pass, in a child process. Clang opens whatever a header names, inside the
-// tree or not: `#include "/dev/zero"` was read without end (2 GB in a minute, in the
-// service's own process), a FIFO blocked the open for ever. The child's address space is
-// capped at `api_max_mb` above the caller's, its wall time at `api_timeout_s`, and its
-// controls and diagnostics come back as facts JSON; a child that fails costs the API
-// controls, with a warning, never the caller.
-std::vector<ApiControl> scan_headers_bounded(const std::vector<std::pair<std::string, std::string>>& headers,
-                                             const std::vector<std::string>& knobs,
-                                             const std::vector<std::pair<std::string, std::string>>& tree_headers,
-                                             const ExtractOptions& opt, Diagnostics& diags) {
-  if (headers.empty()) return {};
-  auto failed = [&](const std::string& why) {
-    diags.warning({headers.front().second, 0, 0}, "libclang header pass " + why + "; API controls not listed",
-                  "clang-budget", "a public header may include an endless or blocking file (a device, a FIFO); "
-                  "pass --no-api for this tree");
-    return std::vector<ApiControl>{};
-  };
+// Runs `work` in a child process and brings its facts back as JSON: the child's address space
+// is capped at `max_mb` above what the caller maps, its wall time at `timeout_s`, and no core
+// is dumped. A child that crashes, runs out of memory or time, or answers garbage costs its
+// facts, never the caller: nullopt, and `why` says what happened.
+std::optional<Facts> run_bounded(const std::function<Facts()>& work, size_t max_mb, unsigned timeout_s, std::string& why) {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return failed(std::string("could not start: ") + std::strerror(errno));
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    why = std::string("could not start: ") + std::strerror(errno);
+    return std::nullopt;
+  }
   pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fds[0]);
     ::close(fds[1]);
-    return failed(std::string("could not start: ") + std::strerror(errno));
+    why = std::string("could not start: ") + std::strerror(errno);
+    return std::nullopt;
   }
   if (pid == 0) {
     ::close(fds[0]);
@@ -231,13 +225,12 @@ std::vector<ApiControl> scan_headers_bounded(const std::vector<std::pair<std::st
       std::fclose(f);
     }
     rlim_t cap = static_cast<rlim_t>(pages) * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE)) +
-                 (static_cast<rlim_t>(opt.api_max_mb) << 20);
+                 (static_cast<rlim_t>(max_mb) << 20);
     struct rlimit as {cap, cap};
     ::setrlimit(RLIMIT_AS, &as);
     int rc = 0;
     try {
-      Facts part;
-      part.api_controls = api::scan_headers(headers, opt.include_dirs, knobs, part.diagnostics, tree_headers);
+      Facts part = work();
       std::string text = to_json(part).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       for (size_t off = 0; off < text.size();) {
         ssize_t w = ::write(fds[1], text.data() + off, text.size() - off);
@@ -252,7 +245,7 @@ std::vector<ApiControl> scan_headers_bounded(const std::vector<std::pair<std::st
   }
   ::close(fds[1]);
   constexpr size_t kMaxReply = 256u << 20;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(opt.api_timeout_s);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   std::string reply;
   bool timed_out = false, too_long = false;
   char buf[65536];
@@ -280,20 +273,55 @@ std::vector<ApiControl> scan_headers_bounded(const std::vector<std::pair<std::st
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (timed_out) return failed("stopped after " + std::to_string(opt.api_timeout_s) + " s");
-  if (too_long) return failed("stopped: its result is over 256 MB");
-  if (WIFSIGNALED(status))
-    return failed("ended by signal " + std::to_string(WTERMSIG(status)) + " (over " +
-                  std::to_string(opt.api_max_mb) + " MB of memory?)");
-  Facts part;
-  try {
-    part = facts_from_json(nlohmann::json::parse(reply));
-  } catch (const std::exception&) {
-    return failed("ended without a result (exit " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
-                  ", over " + std::to_string(opt.api_max_mb) + " MB of memory?)");
+  if (timed_out) {
+    why = "stopped after " + std::to_string(timeout_s) + " s";
+    return std::nullopt;
   }
-  diags.append(part.diagnostics);
-  return std::move(part.api_controls);
+  if (too_long) {
+    why = "stopped: its result is over 256 MB";
+    return std::nullopt;
+  }
+  if (WIFSIGNALED(status)) {
+    why = "ended by signal " + std::to_string(WTERMSIG(status)) + " (over " + std::to_string(max_mb) +
+          " MB of memory, or a file its parsers cannot take?)";
+    return std::nullopt;
+  }
+  try {
+    return facts_from_json(nlohmann::json::parse(reply));
+  } catch (const std::exception&) {
+    why = "ended without a result (exit " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ", over " +
+          std::to_string(max_mb) + " MB of memory?)";
+    return std::nullopt;
+  }
+}
+
+// The libclang pass, in a child process. Clang opens whatever a header names, inside the
+// tree or not: `#include "/dev/zero"` was read without end (2 GB in a minute, in the
+// service's own process), a FIFO blocked the open for ever. The child's address space is
+// capped at `api_max_mb` above the caller's, its wall time at `api_timeout_s`, and its
+// controls and diagnostics come back as facts JSON; a child that fails costs the API
+// controls, with a warning, never the caller.
+std::vector<ApiControl> scan_headers_bounded(const std::vector<std::pair<std::string, std::string>>& headers,
+                                             const std::vector<std::string>& knobs,
+                                             const std::vector<std::pair<std::string, std::string>>& tree_headers,
+                                             const ExtractOptions& opt, Diagnostics& diags) {
+  if (headers.empty()) return {};
+  std::string why;
+  auto part = run_bounded(
+      [&] {
+        Facts f;
+        f.api_controls = api::scan_headers(headers, opt.include_dirs, knobs, f.diagnostics, tree_headers);
+        return f;
+      },
+      opt.api_max_mb, opt.api_timeout_s, why);
+  if (!part) {
+    diags.warning({headers.front().second, 0, 0}, "libclang header pass " + why + "; API controls not listed",
+                  "clang-budget", "a public header may include an endless or blocking file (a device, a FIFO); "
+                  "pass --no-api for this tree");
+    return {};
+  }
+  diags.append(part->diagnostics);
+  return std::move(part->api_controls);
 }
 
 }  // namespace
@@ -330,6 +358,22 @@ std::vector<std::string> scopes(const std::string& spec) {
 
 Facts extract(const ExtractOptions& opt) {
   const std::vector<std::string> keep = scopes(opt.scope);
+  if (opt.isolate) {
+    // the whole extraction in a child: a parser that crashes on some file ends the child only
+    ExtractOptions inner = opt;
+    inner.isolate = false;
+    inner.stats = nullptr;
+    std::string why;
+    if (auto facts = run_bounded([&] { return extract(inner); }, opt.isolate_max_mb, opt.isolate_timeout_s, why))
+      return std::move(*facts);
+    Facts failed;
+    failed.roots = opt.paths;
+    failed.library = opt.library;
+    failed.diagnostics.error({opt.paths.empty() ? std::string() : opt.paths.front(), 0, 0},
+                             "extraction " + why + "; no facts", "extract-failed",
+                             "run `syspilot extract` on the tree to see which file it stops on");
+    return failed;
+  }
   Facts facts;
   facts.roots = opt.paths;
   facts.library = !opt.library.empty() ? opt.library : opt.paths.empty() ? "" : guess_library(opt.paths[0]);

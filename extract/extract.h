@@ -40,7 +40,13 @@ struct ExtractOptions {
   // list such as "library,tool". Every file is still analysed: wrappers defined in tests or
   // tables in tools are followed either way. An unknown scope throws std::invalid_argument.
   std::string scope = "library";
-  ExtractStats* stats = nullptr;          // filled when not null
+  ExtractStats* stats = nullptr;          // filled when not null (not with `isolate`)
+  // The whole extraction in a child process, bounded like the libclang pass: a parser that
+  // crashes on a hostile file, or a tree that exhausts memory or time, ends the child and
+  // leaves an `extract-failed` error in empty facts; the caller (the service) goes on.
+  bool isolate = false;
+  size_t isolate_max_mb = 4096;
+  unsigned isolate_timeout_s = 1800;
 };
 
 // Never throws for bad input: unreadable or odd files become diagnostics inside the Facts.

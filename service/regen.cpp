@@ -480,7 +480,21 @@ extract::Facts extract_release(const FetchedSource& src, const ReleaseRequest& r
   eo.paths = {src.dir};
   eo.library = req.library;
   eo.threads = 2;
+  // in a child process: a source tree is hostile, and a parser that crashes on one of its
+  // files must fail this build, not end the service and every job beside it
+  eo.isolate = true;
   return extract::extract(eo);
+}
+
+// Whether the isolated extraction ended without facts (its child crashed, ran out of memory or
+// time): the build fails with that error, and nothing of it is cached.
+bool extraction_failed(const extract::Facts& facts, Diagnostics& diags) {
+  for (const auto& d : facts.diagnostics.items())
+    if (d.code == "extract-failed") {
+      diags.append(facts.diagnostics);
+      return true;
+    }
+  return false;
 }
 
 std::string extracted_line(const extract::Facts& facts) {
@@ -679,6 +693,7 @@ ReleaseOutcome build_release(store::Store& st, const SourcePolicy& policy, const
     if (is_cancelled()) return finish("cancelled");
     say("extract", 0.2, "extracting facts from " + src.dir);
     facts = extract_release(src, req);
+    if (extraction_failed(facts, o.diags)) return finish("failed");
     cache_facts(st, facts_key, facts_text(facts));
     say("extract", 0.4, extracted_line(facts));
   }
@@ -724,6 +739,7 @@ PreparedRelease prepare_release(const SourcePolicy& policy, const ReleaseRequest
     return finish(end);
   say("extract", 0.2, "extracting facts from " + src.dir);
   extract::Facts facts = extract_release(src, req);
+  if (extraction_failed(facts, o.diags)) return finish("failed");
   p.facts_json = facts_text(facts);
   say("extract", 0.4, extracted_line(facts));
   facts.library = req.library;
