@@ -215,6 +215,41 @@ TEST(ExtractHostile, DeeplyNestedBracketsAreSkippedNotFatal) {
   EXPECT_EQ(d.find("src/fine.c: warning: brackets"), std::string::npos) << d;
 }
 
+// An isolated extraction runs in a child process: with room for its work it finds what the
+// same extraction finds in-process; one that cannot finish (here: 16 MB of source in 16 files
+// against a one-second limit) is ended, leaves empty facts with an extract-failed error, and the caller
+// goes on.
+TEST(ExtractHostile, AnIsolatedExtractionThatFailsLeavesTheCallerStanding) {
+  TempTree t;
+  t.write("src/env.c", "#include <stdlib.h>\nvoid f(void) { getenv(\"LIB_ONE\"); getenv(\"LIB_TWO\"); }\n");
+  ExtractOptions o;
+  o.paths = {t.root.string()};
+  o.threads = 2;
+  o.api_controls = false;
+  Facts in_process = extract(o);
+  o.isolate = true;
+  Facts isolated = extract(o);
+  auto names = [](const Facts& f) {
+    std::set<std::string> n;
+    for (auto& e : f.env_vars) n.insert(e.name + " " + e.file + ":" + std::to_string(e.line));
+    return n;
+  };
+  EXPECT_EQ(names(isolated), names(in_process));
+  EXPECT_EQ(names(isolated).size(), 2u);
+  std::string big;
+  for (int i = 0; big.size() < (1u << 20); ++i) big += "int f" + std::to_string(i) + "(void) { return " + std::to_string(i) + "; }\n";
+  for (int k = 0; k < 16; ++k) t.write("src/big" + std::to_string(k) + ".c", big);
+  o.isolate_timeout_s = 1;
+  auto t0 = std::chrono::steady_clock::now();
+  Facts failed = extract(o);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10);
+  EXPECT_TRUE(failed.env_vars.empty()) << failed.diagnostics.str();
+  EXPECT_NE(failed.diagnostics.str().find("stopped after 1 s; no facts [extract-failed]"), std::string::npos)
+      << failed.diagnostics.str();
+  for (int k = 0; k < 16; ++k) std::filesystem::remove(t.root / ("src/big" + std::to_string(k) + ".c"));
+  EXPECT_EQ(names(extract(ExtractOptions{.paths = {t.root.string()}, .threads = 1, .api_controls = false})).size(), 2u);
+}
+
 // Headers that make the header pass work hard: a configure template of 200000 #cmakedefine
 // lines (rewritten in one pass, not once per line), a public header including 3000 headers
 // of the tree and each of those including it back (read once each, within the byte budget).
