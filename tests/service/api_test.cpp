@@ -1,6 +1,8 @@
 // The HTTP API over real loopback HTTP(S): every endpoint, authentication, limits, malformed
 // input, traversal attempts, jobs (concurrency, back-pressure, cancellation), TLS.
 #include <gtest/gtest.h>
+
+#include <fstream>
 #include <httplib.h>
 
 #include <nlohmann/json.hpp>
@@ -221,6 +223,27 @@ TEST_F(Api, BadDebianSuitesAre400BeforeAJobIsQueued) {
     EXPECT_EQ(error_code(r), "bad-source") << suite;
   }
   EXPECT_EQ(get_json("/v1/jobs")["jobs"].size(), 0u);  // nothing was queued
+}
+
+// A release whose tree holds a file of 65,535 unclosed brackets, which once crashed the parser
+// and with it the whole service (and again when its job resumed): the build goes on without
+// that file, the contract is stored from the rest, and the service keeps answering.
+TEST_F(Api, ATreeWithAFileTheParserCannotTakeIsSynthesizedWithoutIt) {
+  start();
+  std::string dir = dir_release("foo", "1.0.0");
+  std::ofstream(fs::path(dir) / "deep.c") << std::string(65535, '(');
+  json body = {{"library", "foo"}, {"version", "1.0.0"}, {"source", {{"kind", "dir"}, {"path", dir}}}};
+  auto r = post("/v1/synthesize", body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 202) << r->body;
+  json job = wait_job(json::parse(r->body)["job"]["id"]);
+  ASSERT_EQ(job["state"], "succeeded") << job.dump(2);
+  EXPECT_EQ(job["result"]["status"], "stored");
+  std::string lpcl = get_json("/v1/libraries/foo/contracts/1.0.0")["lpcl"];
+  EXPECT_NE(lpcl.find("FOO_NUM_THREADS"), std::string::npos) << lpcl;
+  auto h = cli->Get("/healthz");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
 }
 
 TEST_F(Api, SynthesizeThenReadContractsVersionsAndDiff) {
