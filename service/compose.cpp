@@ -35,6 +35,30 @@ bool pairs(const json& body, const char* key, std::vector<std::pair<std::string,
   }
   return true;
 }
+
+// Where the server keeps its files is none of a client's business: in an answer, the store's
+// path becomes "store" and a contract file of the corpus its path from "corpus/" on
+// (/srv/syspilot/corpus/openblas.lpcl -> corpus/openblas.lpcl).
+void redact_paths(json& j, const std::string& db_path, int depth = 0) {
+  if (depth > 64) return;
+  if (j.is_string()) {
+    std::string s = j.get<std::string>();
+    bool changed = false;
+    for (size_t at = 0; db_path.size() >= 3 && (at = s.find(db_path, at)) != std::string::npos; at += 5) {
+      s.replace(at, db_path.size(), "store");
+      changed = true;
+    }
+    if (!s.empty() && s[0] == '/')
+      if (size_t c = s.rfind("/corpus/"); c != std::string::npos) {
+        s = s.substr(c + 1);
+        changed = true;
+      }
+    if (changed) j = s;
+    return;
+  }
+  if (j.is_object() || j.is_array())
+    for (auto& v : j) redact_paths(v, db_path, depth + 1);
+}
 }  // namespace
 
 ComposeAnswer compose_hypotheses(const json& body, const std::string& db_path, json& out) {
@@ -77,6 +101,7 @@ ComposeAnswer compose_hypotheses(const json& body, const std::string& db_path, j
   json hyps = json::array();
   for (auto& h : hs) hyps.push_back(tuner::to_json(h));
   out = {{"composition", tuner::to_json(comp)}, {"hypotheses", hyps}, {"diagnostics", to_json(diags)}};
+  redact_paths(out, db_path);
   return a;
 }
 
