@@ -523,6 +523,12 @@ TEST_F(Api, ComposeCorpusContractsYieldsHypotheses) {
   r = post("/v1/compose", {{"libraries", {"foo", "libgomp"}}, {"nesting", json::array({json::array({"libgomp", "foo"})})}}, read_token);
   ASSERT_EQ(r->status, 200) << r->body;
   EXPECT_NE(json::parse(r->body)["composition"].dump().find("\"foo\""), std::string::npos) << r->body;
+  // Where the server keeps its files is not in the answer: the store is "store", a corpus
+  // contract "corpus/...".
+  EXPECT_EQ(r->body.find(tmp.str("db.sqlite")), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find("store#foo@1.1.0"), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find("\"corpus/"), std::string::npos) << r->body;
+  EXPECT_EQ(r->body.find("/corpus/"), std::string::npos) << r->body;
 }
 
 TEST_F(Api, ComposeRejectsUnknownLibrariesAndBadBodies) {
