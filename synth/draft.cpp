@@ -528,9 +528,16 @@ bool expr_mentions(const Expr& e, const std::string& name) {
   return false;
 }
 
+// The contract is written `contract NAME "VERSION"`, so its name is an LPCL identifier: a
+// package's name (c-blosc, gstreamer1.0, a folder's name guessed as the library's) is written
+// with '_' for every other character, and '_' before a leading digit (c_blosc, gstreamer1_0).
 std::string contract_name(const extract::Facts& f, const SynthOptions& o) {
   std::string n = o.library.empty() ? f.library : o.library;
-  return n.empty() ? "library" : n;
+  if (n.empty()) return "library";
+  for (char& c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+  if (std::isdigit(static_cast<unsigned char>(n[0]))) n = "_" + n;
+  return n;
 }
 
 std::string contract_version(const SynthOptions& o) { return o.version.empty() ? "unknown" : o.version; }
