@@ -76,6 +76,21 @@ TEST(OfflineDrafter, ZeroDefaultOfAThreadCountIsTheUnsetSentinel) {
   EXPECT_FALSE(c.find_control("OPENBLAS_NUM_THREADS")->default_value.has_value());
 }
 
+// A package's name that LPCL cannot read as an identifier is written as one, so the contract
+// parses back under that name.
+TEST(OfflineDrafter, APackageNameIsWrittenAsAnIdentifier) {
+  for (auto [library, written] : std::vector<std::pair<std::string, std::string>>{
+           {"c-blosc", "c_blosc"}, {"gstreamer1.0", "gstreamer1_0"}, {"9lib", "_9lib"}, {"x+y", "x_y"}}) {
+    auto r = synthesize(testing::openblas_facts(), offline_options(library, "1.0"));
+    EXPECT_EQ(r.contract.name, written) << library;
+    Diagnostics d;
+    auto parsed = lpcl::parse(r.text, "drafted.lpcl", d);
+    EXPECT_FALSE(d.has_errors()) << library << ": " << d.str();
+    ASSERT_EQ(parsed.contracts.size(), 1u) << library;
+    EXPECT_EQ(parsed.contracts[0].name, written);
+  }
+}
+
 // Nothing to draft from is no contract at all (it used to be an empty "converged" one).
 TEST(OfflineDrafter, EmptyFactsAreRefused) {
   extract::Facts f;
