@@ -325,6 +325,15 @@ struct Service::Impl {
     else if (method == "DELETE") http->Delete(pattern, wrapped);
   }
 
+  // The methods the routes serve `path` with ("GET, HEAD"), or "" where no route serves it.
+  std::string allowed_methods(const std::string& path) const {
+    std::string allowed;
+    for (auto& r : route_table)
+      if (path_matches(r.label, path) && allowed.find(r.method) == std::string::npos)
+        allowed += (allowed.empty() ? "" : ", ") + r.method;
+    return allowed;
+  }
+
   // Answers 500 with the request id and logs what happened under that id; the client learns
   // nothing of the server's internals.
   void internal_error(const httplib::Request& req, httplib::Response& res, const std::string& what) {
@@ -372,10 +381,7 @@ struct Service::Impl {
     if (!info && (has_body_method || length > 0)) {
       // No route takes this body: refused on the head, so that nobody can make the server
       // read a body only to answer 404.
-      std::string allowed;
-      for (auto& r : route_table)
-        if (path_matches(r.label, req.path) && allowed.find(r.method) == std::string::npos)
-          allowed += (allowed.empty() ? "" : ", ") + r.method;
+      std::string allowed = allowed_methods(req.path);
       if (!allowed.empty()) {
         res.set_header("Allow", allowed);
         send_error(res, 405, "method-not-allowed", req.method + " is not allowed here", "allowed: " + allowed);
@@ -1015,6 +1021,13 @@ struct Service::Impl {
       }
       if (!res.body.empty()) return;
       try {
+        // a path served for other methods: 405 with them in Allow, not 404
+        if (res.status == 404)
+          if (std::string allowed = allowed_methods(req.path); !allowed.empty()) {
+            res.set_header("Allow", allowed);
+            send_error(res, 405, "method-not-allowed", req.method + " is not allowed here", "allowed: " + allowed);
+            return;
+          }
         std::string msg = res.status == 404   ? "no such endpoint: " + req.method + " " + truncate_utf8(req.path, 200)
                           : res.status == 413 ? "request body too large"
                           : res.status == 408 ? "the request body did not arrive within " +
