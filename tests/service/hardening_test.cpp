@@ -299,6 +299,20 @@ TEST_F(Hardening, HeadersTheServerActsOnAreReadAsSent) {
   EXPECT_LT(healthz_seconds(), 2);
 }
 
+// A path served for other methods answers 405 with them in Allow, with or without a body; a
+// path nothing serves is 404.
+TEST_F(Hardening, AServedPathAnswersOtherMethodsWith405AndAllow) {
+  start();
+  std::string r = raw(port(), "GET /v1/compose HTTP/1.1\r\nHost: y\r\nAuthorization: Bearer " + read_token +
+                                  "\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(status_of(r), 405) << r;
+  EXPECT_NE(r.find("Allow: POST"), std::string::npos) << r;
+  EXPECT_EQ(body_of(r)["error"]["code"], "method-not-allowed") << r;
+  r = raw(port(), "GET /v1/no-such-endpoint HTTP/1.1\r\nHost: y\r\nAuthorization: Bearer " + read_token +
+                      "\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(status_of(r), 404) << r;
+}
+
 // A body of more JSON values than any request needs is refused before it is parsed: its parsed
 // form would be tens of times its size. A body within the bound is parsed and judged.
 TEST_F(Hardening, ABodyOfTooManyJsonValuesIsRefusedBeforeItIsParsed) {
