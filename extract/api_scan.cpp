@@ -88,6 +88,9 @@ bool sets_knob(const std::string& name, const std::vector<Knob>& knobs) {
 struct OptionSetter {
   ApiControl decl;
   std::string key_enum;
+  // named as a call that only sets (X_configure, X_config): every value of its key's enum sets
+  // something, not only those whose words say so
+  bool sets_every_key = false;
 };
 
 // At most `limit` bytes of a file.
@@ -403,15 +406,26 @@ CXChildVisitResult visit(CXCursor c, CXCursor, CXClientData data) {
   std::string doc = clean_doc(take(clang_Cursor_getRawCommentText(c)));
   // git_libgit2_opts(int option, ...): the library's options set through one entry point, the
   // option named by a value of an enum (resolved once every header is read)
+  // A configuring call (uv_loop_configure(uv_loop_t *loop, uv_loop_option option, ...)) takes
+  // the object it configures first and its key, an enum, second; it only sets, so each value of
+  // that enum is an option it sets.
   if (k == CXCursor_FunctionDecl && clang_Cursor_isVariadic(c) && clang_Cursor_getNumArguments(c) >= 1 &&
       v->option_setters->size() < 64) {
     auto words = lpcl::identifier_words(name);
     CXType key = clang_getCanonicalType(clang_getCursorType(clang_Cursor_getArgument(c, 0)));
     const bool keyed = key.kind == CXType_Int || key.kind == CXType_UInt || key.kind == CXType_Enum;
     static const std::set<std::string> option_words = {"opt", "opts", "option", "options", "setopt", "setopts"};
+    const bool configures = !words.empty() && (words.back() == "configure" || words.back() == "config");
     if (keyed && !words.empty() && option_words.count(words.back()))
       v->option_setters->push_back({{name, sig, "setting", v->rel, static_cast<int>(line), doc},
                                     key.kind == CXType_Enum ? enum_usr(key) : ""});
+    else if (configures)
+      for (int i = 0; i < 2 && i < clang_Cursor_getNumArguments(c); ++i)
+        if (std::string e = enum_usr(clang_getCursorType(clang_Cursor_getArgument(c, static_cast<unsigned>(i))));
+            !e.empty()) {
+          v->option_setters->push_back({{name, sig, "setting", v->rel, static_cast<int>(line), doc}, e, true});
+          break;
+        }
   }
   std::string cat = control_category(name, sig, doc);
   if (cat.empty() && fn && sets_knob(name, *v->knobs)) cat = "setting";
@@ -864,7 +878,7 @@ std::vector<ApiControl> scan_headers(const std::vector<std::pair<std::string, st
     if (w.size() > 3 && w.back() == 's') w.pop_back();
     return w;
   };
-  for (auto& [setter, key_enum] : option_setters) {
+  for (auto& [setter, key_enum, sets_every_key] : option_setters) {
     std::string usr = key_enum;
     if (usr.empty()) {
       std::set<std::string> fw;
@@ -883,9 +897,9 @@ std::vector<ApiControl> scan_headers(const std::vector<std::pair<std::string, st
     std::vector<ApiControl> keyed;
     for (auto& e : values->second) {
       auto ew = lpcl::identifier_words(e.name);
-      const bool sets = std::any_of(ew.begin(), ew.end(), [](const std::string& w) {
-        return w == "set" || w == "enable" || w == "disable";
-      });
+      const bool sets = sets_every_key || std::any_of(ew.begin(), ew.end(), [](const std::string& w) {
+                          return w == "set" || w == "enable" || w == "disable";
+                        });
       const bool reads = std::any_of(ew.begin(), ew.end(), [](const std::string& w) { return w == "get"; });
       if (!sets || reads || sentinel(e.name) || seen.count(e.name)) continue;
       keyed.push_back({e.name, "enum " + setter.name + "::" + e.name, "setting", e.file, e.line, e.doc});
