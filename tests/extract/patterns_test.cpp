@@ -758,6 +758,28 @@ TEST(ExtractPatterns, ApiOptionsEntryPointAndItsKeys) {
   EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
 }
 
+// A configuring call may take the object it configures before its key: it is a control, and
+// so is every value of its key's enum (it only sets); a variadic call of another name that
+// takes an object first is no entry point of options.
+TEST(ExtractPatterns, ApiConfiguringCallAndItsKeys) {
+  TempTree t;
+  t.write("include/ev.h",
+          "typedef struct ev_loop_s ev_loop_t;\n"                                      // 1
+          "typedef enum {\n"                                                           // 2
+          "  EV_LOOP_BLOCK_SIGNAL = 0,\n"                                              // 3
+          "  EV_METRICS_IDLE_TIME\n"                                                   // 4
+          "} ev_loop_option;\n"                                                        // 5
+          "int ev_loop_configure(ev_loop_t* loop, ev_loop_option option, ...);\n"      // 6
+          "typedef enum { EV_LOG_LEVEL, EV_LOG_FILE } ev_log_key;\n"                   // 7
+          "int ev_log_write(ev_loop_t* loop, ev_log_key key, ...);\n");                // 8
+  Facts f = run(t, "all", true);
+  std::set<std::string> got = api_lines(f);
+  std::set<std::string> want = {"ev_loop_configure setting include/ev.h:6",
+                                "EV_LOOP_BLOCK_SIGNAL setting include/ev.h:3",
+                                "EV_METRICS_IDLE_TIME setting include/ev.h:4"};
+  EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
+}
+
 // A configure template's `#undef` of a type of the library's own stands for a type, so the call
 // its `#ifdef` guards is read; the C library's types stay undefined. `set_dynamic` is the
 // runtime's switch only right after its prefix.
