@@ -227,6 +227,10 @@ bool library_wide_setter(CXCursor fn, const std::string& name, const std::vector
   if (words.size() < 2 || !has_any_word(words, {"set"}) ||
       has_any_word(words, {"error", "errno", "status", "userdata", "user", "callback", "handler", "hook"}))
     return false;
+  // the title or name a process or thread shows (uv_set_process_title, set_thread_name) is how
+  // it is listed, no setting of the library
+  if (has_any_word(words, {"title"}) || (has_any_word(words, {"name"}) && has_any_word(words, {"process", "proc", "thread"})))
+    return false;
   auto prefix = std::lower_bound(knobs.begin(), knobs.end(), Knob{words.front(), ""});
   if (prefix == knobs.end() || prefix->first != words.front()) return false;
   int n = clang_Cursor_getNumArguments(fn);
@@ -698,6 +702,11 @@ std::string control_category(const std::string& name, const std::string& sig, co
   for (size_t at = n.find("tcache"); at != std::string::npos; at = n.find("tcache", at + 1))
     if (at == 0 || !std::isalpha(static_cast<unsigned char>(n[at - 1]))) return "allocator";
   if (contains_any(n, {"setdevice", "set_device", "device_id", "select_device"})) return "device";
+  // the OS scheduling priority of a process or thread (uv_os_setpriority(uv_pid_t pid, int),
+  // as setpriority(2) sets it): how much of the CPU it gets beside the others
+  if ((n.ends_with("setpriority") || n.ends_with("set_priority")) &&
+      contains_any(params, {"pid", "tid", "thread", "process"}))
+    return "setting";
   if (contains_any(n, {"blocktime", "wait_policy", "spin", "thread_timeout"})) return "spin";
   if (contains_any(n, {"global_control", "task_arena", "task_scheduler_init", "init_threads", "cleanup_threads",
                        "make_planner_thread_safe", "threads_set_callback"}))
