@@ -780,6 +780,25 @@ TEST(ExtractPatterns, ApiConfiguringCallAndItsKeys) {
   EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
 }
 
+// The OS scheduling priority of a process or thread is a control; a priority of something else
+// (a task context) is not by that rule. The title or name a process or thread shows is no
+// setting of the library's own state, whatever values its setter takes.
+TEST(ExtractPatterns, ApiProcessPriorityAndNoProcessTitle) {
+  TempTree t;
+  t.write("src/init.c", "#include <stdlib.h>\nvoid ev_init(void) { getenv(\"EV_THREADPOOL_SIZE\"); }\n");
+  t.write("include/ev.h",
+          "typedef int ev_pid_t;\n"                                                    // 1
+          "int ev_os_setpriority(ev_pid_t pid, int priority);\n"                       // 2
+          "int ev_ctx_set_priority(unsigned ctx_id, unsigned priority);\n"             // 3
+          "int ev_set_process_title(const char* title);\n"                             // 4
+          "int ev_set_thread_name(const char* name);\n"                                // 5
+          "int ev_set_log_level(int level);\n");                                       // 6
+  Facts f = run(t, "all", true);
+  std::set<std::string> got = api_lines(f);
+  std::set<std::string> want = {"ev_os_setpriority setting include/ev.h:2", "ev_set_log_level setting include/ev.h:6"};
+  EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
+}
+
 // A configure template's `#undef` of a type of the library's own stands for a type, so the call
 // its `#ifdef` guards is read; the C library's types stay undefined. `set_dynamic` is the
 // runtime's switch only right after its prefix.
