@@ -420,14 +420,14 @@ CXChildVisitResult visit(CXCursor c, CXCursor, CXClientData data) {
     const bool keyed = key.kind == CXType_Int || key.kind == CXType_UInt || key.kind == CXType_Enum;
     static const std::set<std::string> option_words = {"opt", "opts", "option", "options", "setopt", "setopts"};
     const bool configures = !words.empty() && (words.back() == "configure" || words.back() == "config");
+    const ApiControl decl{name, sig, "setting", v->rel, static_cast<int>(line), doc};
     if (keyed && !words.empty() && option_words.count(words.back()))
-      v->option_setters->push_back({{name, sig, "setting", v->rel, static_cast<int>(line), doc},
-                                    key.kind == CXType_Enum ? enum_usr(key) : ""});
+      v->option_setters->push_back({decl, key.kind == CXType_Enum ? enum_usr(key) : ""});
     else if (configures)
       for (int i = 0; i < 2 && i < clang_Cursor_getNumArguments(c); ++i)
         if (std::string e = enum_usr(clang_getCursorType(clang_Cursor_getArgument(c, static_cast<unsigned>(i))));
             !e.empty()) {
-          v->option_setters->push_back({{name, sig, "setting", v->rel, static_cast<int>(line), doc}, e, true});
+          v->option_setters->push_back({decl, e, true});
           break;
         }
   }

@@ -430,6 +430,16 @@ void BuildMap::add(const std::string& rel, std::string_view text) {
     std::set<std::string> tested;
     struct Made { std::string name, var; bool library; std::vector<std::string> sources, links; };
     std::vector<Made> made;
+    // the words a variable holds, added to `words` (within the bounds)
+    auto add_words_of = [&](const std::string& name, std::vector<std::string>& words) {
+      auto v = vars.find(name);
+      if (v != vars.end())
+        for (auto& w : v->second)
+          if (words.size() < kMaxArgs && vars.budget > 0) {
+            --vars.budget;
+            words.push_back(w);
+          }
+    };
     // the words of a bracketed or parenthesised group starting at toks[i] (the opener)
     auto group = [&](size_t i, size_t& end, bool stop_at_keyword) {
       std::vector<std::string> words;
@@ -443,15 +453,7 @@ void BuildMap::add(const std::string& rel, std::string_view text) {
         else if (stopped) continue;
         else if (t.kind == 'i' && k + 1 < toks.size() && toks[k + 1].text == ":" && stop_at_keyword && depth == 1) stopped = true;
         else if (t.kind == 's' && words.size() < kMaxArgs) words.push_back(t.text);
-        else if (t.kind == 'i' && t.text != "files") {
-          auto v = vars.find(t.text);
-          if (v != vars.end())
-            for (auto& w : v->second)
-              if (words.size() < kMaxArgs && vars.budget > 0) {
-                --vars.budget;
-                words.push_back(w);
-              }
-        }
+        else if (t.kind == 'i' && t.text != "files") add_words_of(t.text, words);
       }
       end = k;
       return words;
@@ -509,13 +511,7 @@ void BuildMap::add(const std::string& rel, std::string_view text) {
           std::vector<std::string> words;
           size_t end = v;
           for (; end < toks.size() && toks[end].kind == 'i'; end += 2) {
-            auto from = vars.find(toks[end].text);
-            if (from != vars.end())
-              for (auto& w : from->second)
-                if (words.size() < kMaxArgs && vars.budget > 0) {
-                  --vars.budget;
-                  words.push_back(w);
-                }
+            add_words_of(toks[end].text, words);
             if (end + 1 >= toks.size() || toks[end + 1].text != "+") break;
           }
           add_var(vars, var, std::move(words), append);
