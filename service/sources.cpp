@@ -843,11 +843,29 @@ std::string confine_path(const std::string& path, const std::vector<std::string>
       return {};
     }
   std::error_code ec;
-  fs::path real = fs::canonical(path, ec);  // resolves every symlink
-  if (ec) {
-    diags.error(field(what), "cannot resolve " + path + ": " + ec.message(), "not-found",
-                "give an existing path inside a configured source root");
-    return {};
+  fs::path real;
+  if (fs::path(path).is_relative()) {
+    // A relative path names a place inside the source roots (the first root that holds it),
+    // never one under the service's working directory, which a client cannot know.
+    for (auto& root : roots) {
+      fs::path candidate = fs::canonical(fs::path(root) / path, ec);
+      if (!ec) {
+        real = candidate;
+        break;
+      }
+    }
+    if (real.empty()) {
+      diags.error(field(what), "no source root holds " + path, "not-found",
+                  "a relative path is taken inside the configured source roots; give one that exists there");
+      return {};
+    }
+  } else {
+    real = fs::canonical(path, ec);  // resolves every symlink
+    if (ec) {
+      diags.error(field(what), "cannot resolve " + path + ": " + ec.message(), "not-found",
+                  "give an existing path inside a configured source root");
+      return {};
+    }
   }
   for (auto& root : roots) {
     fs::path r = fs::canonical(root, ec);

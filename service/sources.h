@@ -59,7 +59,8 @@ nlohmann::json to_json(const SourceSpec& s);
 // option injection (no value may start with '-'), allowed characters, URL scheme.
 bool validate_source(const SourceSpec& s, const SourcePolicy& policy, Diagnostics& diags);
 
-// A realpath inside one of the roots, or empty with an error.
+// A realpath inside one of the roots, or empty with an error. A relative path is taken
+// inside the roots (the first that holds it), not under the working directory.
 std::string confine_path(const std::string& path, const std::vector<std::string>& roots,
                          const std::string& what, Diagnostics& diags);
 
