@@ -50,6 +50,24 @@ TEST_F(Sources, PathsOutsideEveryRootAreRejected) {
   EXPECT_EQ(check({{"kind", "dir"}, {"path", "/etc"}}), "path-traversal");
 }
 
+// A relative path is taken inside the roots, never under the service's working directory: the
+// client cannot know that directory, and what lies there is no source it was given.
+TEST_F(Sources, RelativePathsAreTakenInsideTheRoots) {
+  EXPECT_EQ(check({{"kind", "dir"}, {"path", "lib"}}), "");
+  SourceSpec s;
+  Diagnostics d;
+  ASSERT_TRUE(parse_source({{"kind", "dir"}, {"path", "lib"}}, s, d));
+  EXPECT_EQ(confine_path(s.path, policy.roots, "path", d), fs::canonical(tmp.path() / "root" / "lib").string());
+  // Present under the working directory, absent from the roots: not found.
+  auto cwd = fs::current_path();
+  fs::current_path(tmp.path());
+  EXPECT_EQ(check({{"kind", "dir"}, {"path", "outside"}}), "not-found");
+  fs::current_path(cwd);
+  EXPECT_EQ(check({{"kind", "dir"}, {"path", "lib/../lib"}}), "path-traversal");
+  fs::create_directory_symlink(tmp.path() / "outside", tmp.path() / "root" / "away");
+  EXPECT_EQ(check({{"kind", "dir"}, {"path", "away"}}), "path-traversal");
+}
+
 TEST_F(Sources, SymlinkLeadingOutIsRejected) {
   fs::create_directory_symlink(tmp.path() / "outside", tmp.path() / "root" / "escape");
   EXPECT_EQ(check({{"kind", "dir"}, {"path", tmp.str("root/escape")}}), "path-traversal");
