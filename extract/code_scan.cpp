@@ -446,6 +446,7 @@ class FileScanner {
     ts_query_cursor_delete(cur);
     build_definitions();
     build_buffer_writes();
+    build_inline_lists();
     build_locals_and_constants();
     build_records_and_bindings();
     build_returned_names();
@@ -1100,11 +1101,15 @@ class FileScanner {
     eval(a, def, out, depth);
   }
 
-  // A name built of literals, parameters, constants and stringized arguments only.
+  // A name built of literals, parameters, constants, stringized arguments and rows of walked
+  // tables only.
   static bool built_name(const NameExpr& e) {
     bool any = false;
     for (auto& p : e) {
-      if (p.kind == Piece::Lit || p.kind == Piece::Param || p.kind == Piece::Stringize) any = true;
+      // a row of a table the loop walks is one of the table's strings: as known as a literal
+      if (p.kind == Piece::Lit || p.kind == Piece::Param || p.kind == Piece::Stringize ||
+          (p.kind == Piece::Field && (!p.text.empty() || p.param >= 0)))
+        any = true;
       else if (p.kind != Piece::Ident) return false;
     }
     return any;
@@ -1610,6 +1615,46 @@ class FileScanner {
       std::string table = stored_function(r.b);
       if (def >= 0 && !var.empty() && !table.empty()) row_vars_[def][var] = range_rows_[def][var] = table_in(def, table);
     }
+  }
+
+  // The range-for loops over braced lists of strings, before the locals that use their
+  // variables (`std::string n = std::string(prefix) + name;`) are evaluated.
+  void build_inline_lists() {
+    if (lang_ != Lang::Cpp) return;
+    for (auto& r : ranges_) {
+      int def = enclosing(ts_node_start_byte(r.node), ts_node_end_byte(r.node));
+      std::string var = declared_name(r.a);
+      if (def < 0 || var.empty()) continue;
+      std::string table = inline_strings(r.b, def);
+      if (!table.empty()) row_vars_[def][var] = range_rows_[def][var] = local_table(def, table);
+    }
+  }
+
+  // for (auto& prefix : {"LIB_", "OLD_"}): a loop over a braced list of strings walks a table
+  // of its own, which the function holds as `FUNCTION::{}@LINE` (the resolver cites a name
+  // built from one of its rows at the call that gives the rest, not at the list). Its name,
+  // or empty when an item is anything but a string.
+  std::string inline_strings(TSNode list, int def) {
+    if (!is(list, "initializer_list")) return {};
+    uint32_t k = ts_node_named_child_count(list);
+    Table table;
+    for (uint32_t j = 0; j < k && table.rows.size() < kMaxTableRows; ++j) {
+      TSNode c = ts_node_named_child(list, j);
+      if (is(c, "comment")) continue;
+      if (!is(c, "string_literal") && !is(c, "concatenated_string")) return {};
+      Table::Row row;
+      row.line = line(c);
+      Table::Item it;
+      eval(c, -1, it.value);
+      row.items.push_back(std::move(it));
+      table.rows.push_back(std::move(row));
+    }
+    if (table.rows.empty()) return {};
+    std::string name = std::string(kInlineList) + std::to_string(line(list));
+    local_tables_[def].insert(name);
+    table.name = local_table(def, name);
+    out_.tables.push_back(std::move(table));
+    return name;
   }
 
   // A table's name as seen from inside `def`: its own table of that name, else the file's.

@@ -37,6 +37,11 @@ struct Piece {
 };
 using NameExpr = std::vector<Piece>;
 
+// The name a braced list of strings walked by a range-for gets as a table of its function:
+// FUNCTION::{}@LINE.
+inline constexpr const char* kInlineList = "{}@";
+inline bool is_inline_list(std::string_view table) { return table.find("::{}@") != std::string_view::npos; }
+
 // Apply pieces that change the case of their one argument: Python's name.upper(), name.lower().
 inline constexpr const char* kUpper = "str.upper";
 inline constexpr const char* kLower = "str.lower";

@@ -696,7 +696,12 @@ class Resolver {
         one.insert(one.end(), name.begin() + at + 1, name.end());
         std::vector<std::string> values;
         if (!evaluate(one, values, 0, file)) continue;
-        for (auto& v : values) add_read(f, c, r, strip_quotes(v), out, file->file, row.line);
+        // a row of a braced list the reader loops over is one spelling of a prefix or suffix
+        // of every name it reads: the call that gives the rest is the site
+        if (is_inline_list(name[at].text))
+          for (auto& v : values) add_read(f, c, r, strip_quotes(v), out);
+        else
+          for (auto& v : values) add_read(f, c, r, strip_quotes(v), out, file->file, row.line);
       }
     }
     return out.size() > before;
