@@ -1354,14 +1354,7 @@ class FileScanner {
     // A table of strings (or of name constants): each row is its one unnamed item. Rows that
     // preprocessor branches split (`"A" #if X ,"B" #endif`) come back inside error nodes; their
     // strings are rows too, every branch taken.
-    auto string_row = [&](TSNode row) {
-      Table::Row r;
-      r.line = line(row);
-      Table::Item it;
-      eval(row, -1, it.value);
-      r.items.push_back(std::move(it));
-      table.rows.push_back(std::move(r));
-    };
+    auto string_row = [&](TSNode row) { add_string_row(row, table); };
     std::function<void(TSNode, int)> strings_in = [&](TSNode n, int depth) {
       uint32_t k = ts_node_named_child_count(n);
       for (uint32_t j = 0; j < k && table.rows.size() < kMaxTableRows; ++j) {
@@ -1630,6 +1623,16 @@ class FileScanner {
     }
   }
 
+  // A row of a table of strings: its one unnamed item, cited at its line.
+  void add_string_row(TSNode row, Table& table) const {
+    Table::Row r;
+    r.line = line(row);
+    Table::Item it;
+    eval(row, -1, it.value);
+    r.items.push_back(std::move(it));
+    table.rows.push_back(std::move(r));
+  }
+
   // for (auto& prefix : {"LIB_", "OLD_"}): a loop over a braced list of strings walks a table
   // of its own, which the function holds as `FUNCTION::{}@LINE` (the resolver cites a name
   // built from one of its rows at the call that gives the rest, not at the list). Its name,
@@ -1642,12 +1645,7 @@ class FileScanner {
       TSNode c = ts_node_named_child(list, j);
       if (is(c, "comment")) continue;
       if (!is(c, "string_literal") && !is(c, "concatenated_string")) return {};
-      Table::Row row;
-      row.line = line(c);
-      Table::Item it;
-      eval(c, -1, it.value);
-      row.items.push_back(std::move(it));
-      table.rows.push_back(std::move(row));
+      add_string_row(c, table);
     }
     if (table.rows.empty()) return {};
     std::string name = std::string(kInlineList) + std::to_string(line(list));
