@@ -1330,7 +1330,11 @@ class FileScanner {
         bool uses_param = std::any_of(e.begin(), e.end(), [](const Piece& p) {
           return p.kind == Piece::Param || p.kind == Piece::Stringize;
         });
-        if (uses_param) out_.defs[i].name_body = std::move(e);
+        // a macro of no parameters whose body is a string (#define DEF_TRACE() "LIB_TRACE")
+        // is that name wherever it is applied
+        bool literal = out_.defs[i].params.empty() &&
+                       std::any_of(toks.begin(), toks.end(), [](const Token& t) { return t.kind == Token::String; });
+        if (uses_param || literal) out_.defs[i].name_body = std::move(e);
       }
       macro_calls(toks, static_cast<int>(i), line(body));
     }
@@ -1406,7 +1410,9 @@ class FileScanner {
         continue;
       }
       if (is(row, "call_expression")) {
-        macro_row(row, table);
+        // a macro whose body is a braced row, else one that builds a string (DEF_ENV(CPU_JIT)
+        // with #define DEF_ENV(x) "LIB_" #x): its name, expanded where the table is read
+        if (!macro_row(row, table)) add_string_row(row, table);
         continue;
       }
       if (!is(row, "initializer_list") || ts_node_named_child_count(row) == 0) continue;
@@ -1440,23 +1446,24 @@ class FileScanner {
   // A row written as a call of a function-like macro of this file whose body is a braced
   // initializer (`E_V("HOMEDRIVE")` with `#define E_V(str) { L##str, L##str L"=", sizeof(str) }`):
   // the body's items with the call's arguments in place of the parameters, positional.
-  void macro_row(TSNode call, Table& table) {
+  // Whether it added a row.
+  bool macro_row(TSNode call, Table& table) {
     std::string callee = trim(text(ts_node_child_by_field_name(call, "function", 8)));
     const Definition* m = nullptr;
     std::string text_of_body;
     for (size_t i = 0; i < out_.defs.size() && i < def_nodes_.size(); ++i)
       if (out_.defs[i].macro && out_.defs[i].name == callee) {
         TSNode value = ts_node_child_by_field_name(def_nodes_[i].node, "value", 5);
-        if (ts_node_is_null(value)) return;
+        if (ts_node_is_null(value)) return false;
         m = &out_.defs[i];
         text_of_body = clip(text(value), 4096);
         break;
       }
-    if (!m) return;
+    if (!m) return false;
     std::string_view body = text_of_body;
     while (!body.empty() && std::isspace(static_cast<unsigned char>(body.front()))) body.remove_prefix(1);
     while (!body.empty() && std::isspace(static_cast<unsigned char>(body.back()))) body.remove_suffix(1);
-    if (body.size() < 2 || body.front() != '{' || body.back() != '}') return;
+    if (body.size() < 2 || body.front() != '{' || body.back() != '}') return false;
     std::vector<NameExpr> args;
     TSNode list = ts_node_child_by_field_name(call, "arguments", 9);
     for (uint32_t j = 0, n = ts_node_named_child_count(list); j < n && args.size() < 16; ++j) {
@@ -1487,7 +1494,9 @@ class FileScanner {
       else if (toks[k].text == "," && level == 0) { item(start, k); start = k + 1; }
     }
     if (start < toks.size() && r.items.size() < kMaxRowItems) item(start, toks.size());
-    if (!r.items.empty()) table.rows.push_back(std::move(r));
+    if (r.items.empty()) return false;
+    table.rows.push_back(std::move(r));
+    return true;
   }
 
   // .name (field_designator) or name: (old GNU style): the field's name.
