@@ -398,6 +398,14 @@ CXChildVisitResult visit(CXCursor c, CXCursor, CXClientData data) {
     CXCursor parent = clang_getCursorSemanticParent(c);
     std::string owner = (k == CXCursor_CXXMethod || k == CXCursor_Constructor)
                             ? take(clang_getCursorSpelling(parent)) + "::" : "";
+    // a C++ function outside any class is named with its namespaces (dnnl::set_verbose): the
+    // namespace is to C++ what a name prefix is to C (inline namespaces, a version's, aside)
+    if (owner.empty() && (k == CXCursor_FunctionDecl || k == CXCursor_FunctionTemplate))
+      for (CXCursor p = parent; clang_getCursorKind(p) == CXCursor_Namespace && owner.size() < 256;
+           p = clang_getCursorSemanticParent(p)) {
+        std::string ns = take(clang_getCursorSpelling(p));
+        if (!ns.empty() && !clang_Cursor_isInlineNamespace(p)) owner = ns + "::" + owner;
+      }
     sig = ret + owner + name + "(" + params + ")";
     if (!owner.empty()) name = owner + name;
   } else if (k == CXCursor_EnumConstantDecl) {
