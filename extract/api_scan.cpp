@@ -381,6 +381,9 @@ CXChildVisitResult visit(CXCursor c, CXCursor, CXClientData data) {
     if (toks) clang_disposeTokens(tu, toks, n);
     return CXChildVisit_Continue;
   }
+  // a pure virtual method is an interface the program implements (a thread pool the library is
+  // handed), not a call into the library
+  if (k == CXCursor_CXXMethod && clang_CXXMethod_isPureVirtual(c)) return CXChildVisit_Continue;
   std::string sig;
   std::vector<std::string> param_enums;  // the enums this function takes (see below)
   if (fn) {
