@@ -295,6 +295,22 @@ std::string real(const std::string& p) {
   return ec ? p : r.string();
 }
 
+// Whether a function takes a thread pool the program implements (see its use below).
+bool takes_program_pool(CXCursor fn) {
+  int n = clang_Cursor_getNumArguments(fn);
+  for (int i = 0; i < n; ++i) {
+    CXCursor a = clang_Cursor_getArgument(fn, static_cast<unsigned>(i));
+    CXType t = clang_getCanonicalType(clang_getCursorType(a));
+    std::string named = lower(take(clang_getCursorSpelling(a)) + " " + take(clang_getTypeSpelling(clang_getCursorType(a))));
+    if (named.find("pool") == std::string::npos) continue;
+    if (t.kind != CXType_Pointer && t.kind != CXType_LValueReference) continue;
+    CXType to = clang_getCanonicalType(clang_getPointeeType(t));
+    if (to.kind == CXType_Void) return true;
+    if (to.kind == CXType_Record && clang_CXXRecord_isAbstract(clang_getTypeDeclaration(to))) return true;
+  }
+  return false;
+}
+
 // The public header a cursor is written in (real path -> rel), by its name as clang gives it or
 // its real path; null for any other file. `line`: where in it.
 const std::pair<const std::string, std::string>* public_header_of(const Visit& v, CXCursor c, unsigned& line) {
@@ -443,6 +459,11 @@ CXChildVisitResult visit(CXCursor c, CXCursor, CXClientData data) {
         }
   }
   std::string cat = control_category(name, sig, doc);
+  // a call that takes a thread pool the program implements (an opaque `void *threadpool`, or
+  // an interface of pure virtual methods) runs on the program's threads, which the program
+  // sizes: a GEMM or a stream made over that pool sets nothing of the library's. A pool of the
+  // library's own type (ZSTD_CCtx_refThreadPool(cctx, ZSTD_threadPool*)) is its to set.
+  if (!cat.empty() && fn && takes_program_pool(c)) cat.clear();
   if (cat.empty() && fn && sets_knob(name, *v->knobs)) cat = "setting";
   if (cat.empty() && k == CXCursor_FunctionDecl && library_wide_setter(c, name, *v->knobs)) cat = "setting";
   if (cat.empty() && k == CXCursor_FunctionDecl && v->groups->size() < 4096) {
