@@ -1720,3 +1720,105 @@ TEST(ExtractPatterns, NamesBuiltByFormattingAndJoining) {
                                 "PKG_LEVEL_2 pkg/conf.py:11 library"};
   EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
 }
+
+// A reader may build the name at run time from each prefix of a braced list and the name its
+// caller gives (`for (auto& prefix : {"LIBA_", "LIBB_"}) getenv((std::string(prefix) +
+// name).c_str())`, directly or through a local string): every caller's name is read under each
+// prefix, cited at the call that gives it. A list holding anything but strings names nothing.
+TEST(ExtractPatterns, PrefixesFromABracedListAtRunTime) {
+  TempTree t;
+  t.write("src/utils.cpp",
+          "#include <cstdlib>\n"                                                           // 1
+          "#include <string>\n"                                                            // 2
+          "namespace lib {\n"                                                              // 3
+          "int getenv(const char *name, char *buf, int size) { return ::getenv(name) ? 1 : 0; }\n"
+          "int getenv_int_user(const char *name, int def) {\n"                             // 5
+          "  char buf[12];\n"                                                              // 6
+          "  for (const auto &prefix : {\"LIBA_\", \"LIBB_\"}) {\n"                        // 7
+          "    std::string name_str = std::string(prefix) + std::string(name);\n"          // 8
+          "    if (getenv(name_str.c_str(), buf, 12) > 0) return atoi(buf);\n"             // 9
+          "  }\n"                                                                          // 10
+          "  return def;\n"                                                                // 11
+          "}\n"                                                                            // 12
+          "bool flag_user(const char *name) {\n"                                           // 13
+          "  for (const char *prefix : {\"_LIBA_\", \"_LIBB_\"})\n"                        // 14
+          "    if (::getenv((std::string(prefix) + name).c_str())) return true;\n"         // 15
+          "  return false;\n"                                                              // 16
+          "}\n"                                                                            // 17
+          "int mixed(const char *name, int n) {\n"                                         // 18
+          "  for (auto x : {1, 2}) if (::getenv(name)) n += x;\n"                          // 19
+          "  return n;\n"                                                                  // 20
+          "}\n"                                                                            // 21
+          "}  // namespace lib\n");                                                        // 22
+  t.write("src/verbose.cpp",
+          "namespace lib { int getenv_int_user(const char*, int); bool flag_user(const char*); }\n"
+          "int verbose() { return lib::getenv_int_user(\"VERBOSE\", 0); }\n"              // 2
+          "bool dump() { return lib::flag_user(\"DUMP\"); }\n");                           // 3
+  Facts f = run(t);
+  std::set<std::string> want = {"LIBA_VERBOSE src/verbose.cpp:2 library", "LIBB_VERBOSE src/verbose.cpp:2 library",
+                                "_LIBA_DUMP src/verbose.cpp:3 library", "_LIBB_DUMP src/verbose.cpp:3 library"};
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
+}
+
+// A table's rows may be calls of a macro that builds a string (`DEF_ENV(CPU_JIT)` with
+// `#define DEF_ENV(x) "LIB_EXP_" #x`), or of a macro of no parameters whose body is one; the
+// table is read by index in another file through its extern declaration: every row is a read,
+// cited at the row. A row that builds no name (a number) is none.
+TEST(ExtractPatterns, TableRowsBuiltByStringMacros) {
+  TempTree t;
+  t.write("src/env_vars.cpp",
+          "#define DEF_ENV(x) \"LIB_EXP_\" #x\n"                                          // 1
+          "#define DEF_ENV_TRACE() \"LIB_EXP_KERNEL_TRACE\"\n"                            // 2
+          "#define COUNT(x) (x + 1)\n"                                                    // 3
+          "const char *env_names[] = {\n"                                                 // 4
+          "    DEF_ENV(CPU_JIT),\n"                                                       // 5
+          "    DEF_ENV(OPT_LEVEL),\n"                                                     // 6
+          "    DEF_ENV_TRACE(),\n"                                                        // 7
+          "};\n"                                                                          // 8
+          "const int counts[] = { COUNT(1), COUNT(2) };\n");                              // 9
+  t.write("src/use.cpp",
+          "#include <cstdlib>\n"                                                          // 1
+          "extern const char *env_names[3];\n"                                            // 2
+          "enum env_key { SC_CPU_JIT, SC_OPT_LEVEL, SC_TRACE };\n"                         // 3
+          "int opt() { return getenv(env_names[SC_OPT_LEVEL]) != nullptr; }\n");          // 4
+  Facts f = run(t);
+  std::set<std::string> want = {"LIB_EXP_CPU_JIT src/env_vars.cpp:5 library", "LIB_EXP_OPT_LEVEL src/env_vars.cpp:6 library",
+                                "LIB_EXP_KERNEL_TRACE src/env_vars.cpp:7 library"};
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
+}
+
+// C++ API: a function outside any class is named with its namespaces, so that a setter of a
+// variable the library reads is tied to it by the library's words (lib::set_verbose for
+// LIB_VERBOSE); a pure virtual method is an interface the program implements; a call that
+// takes a pool the program implements (void *threadpool, an abstract pool class) runs on the
+// program's threads and sets nothing, while one that takes the library's own pool type sets it.
+TEST(ExtractPatterns, ApiCxxNamespacesInterfacesAndProgramPools) {
+  TempTree t;
+  t.write("src/verbose.c",
+          "#include <stdlib.h>\n"
+          "int lib_verbose(void) { return getenv(\"LIB_VERBOSE\") != 0; }\n");
+  t.write("include/lib.hpp",
+          "namespace lib {\n"                                                                     // 1
+          "struct lib_pool;\n"                                                                    // 2
+          "namespace interop {\n"                                                                 // 3
+          "struct threadpool_iface {\n"                                                           // 4
+          "  virtual int get_num_threads() const = 0;\n"                                          // 5
+          "  virtual void parallel_for(int n, void (*fn)(int, int)) = 0;\n"                       // 6
+          "  virtual ~threadpool_iface() {}\n"                                                    // 7
+          "};\n"                                                                                  // 8
+          "int threadpool_sgemm(int m, int n, threadpool_iface *threadpool);\n"                   // 9
+          "int threadpool_stream_create(void **stream, void *threadpool);\n"                      // 10
+          "int threadpool_set_max_concurrency(int max_concurrency);\n"                           // 11
+          "}  // namespace interop\n"                                                             // 12
+          "inline namespace v1 {\n"                                                               // 13
+          "void set_verbose(int level);\n"                                                        // 14
+          "}\n"                                                                                   // 15
+          "int ref_thread_pool(void *ctx, lib_pool *pool);\n"                                     // 16
+          "}  // namespace lib\n");                                                               // 17
+  Facts f = run(t, "all", true);
+  std::set<std::string> got;
+  for (auto& a : f.api_controls) got.insert(a.name + " " + a.file + ":" + std::to_string(a.line));
+  std::set<std::string> want = {"lib::interop::threadpool_set_max_concurrency include/lib.hpp:11",
+                                "lib::set_verbose include/lib.hpp:14", "lib::ref_thread_pool include/lib.hpp:16"};
+  EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
+}
