@@ -18,6 +18,7 @@ if [ "${1:-}" = "--fetch" ]; then
     vips=8.14.1-3+deb12u3 libgit2=1.5.1+ds-1+deb12u1 curl=7.88.1-10+deb12u15 \
     gstreamer1.0=1.22.0-2+deb12u1 starpu=1.3.10+dfsg-2 opencv=4.6.0+dfsg-12 \
     gromacs=2022.5-2 grpc=1.51.1-3 c-blosc=1.21.3+ds-1 libuv1=1.44.2-1+deb12u1 \
+    onednn=3.7.2+ds-2 pocl=6.0-6 \
     >&2 || echo "some versions were not served (see above)" >&2
   # llvm-toolchain-16 unpacks to 1.6 GB; only openmp/ (LLVM's OpenMP runtime) is scored, so
   # the rest is removed (the tree keeps its .fetched mark, so it is not fetched again)
@@ -36,7 +37,8 @@ llvm-openmp-16.0.6:llvm-toolchain-16-16.0.6/openmp hwloc-2.9.0:hwloc-2.9.0
 graphicsmagick-1.3.40:graphicsmagick-1.4+really1.3.40 vips-8.14.1:vips-8.14.1
 libgit2-1.5.1:libgit2-1.5.1+ds curl-7.88.1:curl-7.88.1 gstreamer-1.22.0:gstreamer1.0-1.22.0
 starpu-1.3.10:starpu-1.3.10+dfsg opencv-4.6.0:opencv-4.6.0+dfsg gromacs-2022.5:gromacs-2022.5
-grpc-1.51.1:grpc-1.51.1 c-blosc-1.21.3:c-blosc-1.21.3+ds libuv-1.44.2:libuv1-1.44.2"
+grpc-1.51.1:grpc-1.51.1 c-blosc-1.21.3:c-blosc-1.21.3+ds libuv-1.44.2:libuv1-1.44.2
+onednn-3.7.2:onednn-3.7.2+ds pocl-6.0:pocl-6.0"
 
 timings=""
 pct() { awk -v m="$1" -v d="$2" 'BEGIN { if (d == 0) print "n/a"; else printf "%.1f%%", 100 * m / d }'; }
