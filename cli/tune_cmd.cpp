@@ -42,6 +42,14 @@ namespace {
 
 using namespace syspilot::tuner;
 
+// The trials that ran the program. A strategy that proposes a configuration already measured
+// gets the stored answer, kept in the result at no cost (measure.cpp), and no trial of the
+// session's record: counting those made `--compare` print 55 trials beside 8 runs.
+size_t measured_trials(const TuneResult& res) {
+  return static_cast<size_t>(
+      std::count_if(res.trials.begin(), res.trials.end(), [](const Trial& t) { return t.m.repeats > 0; }));
+}
+
 struct TuneArgs {
   int budget = 12;
   bool budget_given = false;  // --budget on the command line (a resumed session keeps its own otherwise)
@@ -1045,7 +1053,7 @@ int run_tune(TuneArgs a, Interruption* stop) {
       auto [sp, spr] = speedup_of(d);
       std::string cfg = d.res.best >= 0 ? to_string(d.res.trials[d.res.best].config) : "(every trial failed)";
       std::cout << std::left << std::setw(14) << d.strategy << std::setw(6) << d.res.runs << std::setw(8)
-                << d.res.trials.size() << std::setw(44) << cfg << (cfg.size() >= 44 ? "  " : "")
+                << measured_trials(d.res) << std::setw(44) << cfg << (cfg.size() >= 44 ? "  " : "")
                 << speedup_text(sp, spr) << "\n";
     }
     if (!write_the_report(std::nullopt)) return kUsage;
@@ -1059,7 +1067,7 @@ int run_tune(TuneArgs a, Interruption* stop) {
   // --json prints that very document.
   nlohmann::json result = {{"strategy", d.strategy},
                            {"budget", a.budget},
-                           {"trials", res.trials.size()},
+                           {"trials", measured_trials(res)},
                            {"capped", res.capped},
                            {"noise", res.noise},
                            {"stopped", res.stop_reason},
@@ -1111,7 +1119,7 @@ int run_tune(TuneArgs a, Interruption* stop) {
   std::string basis = d.ver && d.ver->ok
                           ? "fresh re-measurement, median of " + std::to_string(a.verify) + " interleaved pairs"
                           : "trial medians";
-  const std::string tally = std::to_string(res.trials.size()) + " trials (" + std::to_string(res.capped) +
+  const std::string tally = std::to_string(measured_trials(res)) + " trials (" + std::to_string(res.capped) +
                             " capped), " + std::to_string(res.runs) + "/" + std::to_string(a.budget) +
                             " runs, noise +-" + pct(res.noise) + ", stopped: " + res.stop_reason;
   // Keep the defaults unless the best beat them beyond the noise: the lower end of its
