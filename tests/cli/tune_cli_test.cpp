@@ -691,3 +691,32 @@ TEST(TuneVerdict, KeepYourDefaultsWhenNothingBeatsThemBeyondNoise) {
   EXPECT_EQ(e.out, "") << "nothing to export";
   EXPECT_NE(e.err.find("# keep your defaults"), std::string::npos) << e.err;
 }
+
+// A strategy that proposes what it measured already (on a pool over the pthreads OpenBLAS, the
+// thread controls of one library move as one: 5 controls, a few distinct configurations) is
+// answered from the record, at no cost and with no trial of its own: the result counts the
+// trials that ran, as the session's record holds them, and so does --compare's table.
+TEST(TuneResult, TrialsCountedAreTheTrialsThatRan) {
+  TempDir dir;
+  const std::string app = std::string(SYSPILOT_TEST_PROGRAMS) + "/blas_pool 400 128";
+  CliRun r = run_cli(dir, "tune --json --db " + dir.file("t.db") + " --budget 10 --verify 0 --minimise-runs 0 --strategy random -- " + app);
+  ASSERT_EQ(r.exit, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j["trials"].is_array()) << r.out;
+  EXPECT_EQ(j["result"]["trials"].get<size_t>(), j["trials"].size()) << r.out;
+  // each trial ran the program at least once
+  EXPECT_LE(j["result"]["trials"].get<int>(), j["result"]["runs"]["search"].get<int>()) << r.out;
+  CliRun cmp = run_cli(dir, "tune --db " + dir.file("c.db") + " --budget 10 --verify 0 --minimise-runs 0 --compare syspilot,random -- " + app);
+  ASSERT_EQ(cmp.exit, 0) << cmp.err;
+  std::istringstream rows(cmp.out);
+  int seen = 0;
+  for (std::string line; std::getline(rows, line);) {
+    std::istringstream cols(line);
+    std::string who;
+    int runs = 0, trials = 0;
+    if (!(cols >> who >> runs >> trials)) continue;
+    ++seen;
+    EXPECT_LE(trials, runs) << line;
+  }
+  EXPECT_EQ(seen, 2) << cmp.out;
+}
