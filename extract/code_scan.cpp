@@ -1643,7 +1643,7 @@ class FileScanner {
   }
 
   // for (auto& prefix : {"LIB_", "OLD_"}): a loop over a braced list of strings walks a table
-  // of its own, which the function holds as `FUNCTION::{}@LINE` (the resolver cites a name
+  // of its own, which the function holds as `FUNCTION::{}@OFFSET` (the resolver cites a name
   // built from one of its rows at the call that gives the rest, not at the list). Its name,
   // or empty when an item is anything but a string.
   std::string inline_strings(TSNode list, int def) {
@@ -1657,7 +1657,7 @@ class FileScanner {
       add_string_row(c, table);
     }
     if (table.rows.empty()) return {};
-    std::string name = std::string(kInlineList) + std::to_string(line(list));
+    std::string name = std::string(kInlineList) + std::to_string(ts_node_start_byte(list));
     local_tables_[def].insert(name);
     table.name = local_table(def, name);
     out_.tables.push_back(std::move(table));

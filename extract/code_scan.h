@@ -38,7 +38,7 @@ struct Piece {
 using NameExpr = std::vector<Piece>;
 
 // The name a braced list of strings walked by a range-for gets as a table of its function:
-// FUNCTION::{}@LINE.
+// FUNCTION::{}@OFFSET (its byte offset: two lists on one line are two tables).
 inline constexpr const char* kInlineList = "{}@";
 inline bool is_inline_list(std::string_view table) { return table.find("::{}@") != std::string_view::npos; }
 
