@@ -228,9 +228,13 @@ Kind kind_by_name(const std::string& rel) {
   // file is Objective-C only by its content (MATLAB and Octave use .m too).
   if (ext == ".mm") return Kind::Cpp;
   if (ext == ".m") return Kind::C;
-  // configure templates of C sources: foo.h.in (autoconf, CMake), omp.h.var, foo.h.cmake
-  if ((ext == ".in" || ext == ".var" || ext == ".cmake") && (ends_with(name, ".h" + ext) || ends_with(name, ".c" + ext)))
-    return Kind::C;
+  // configure templates of C and C++ sources: foo.h.in (autoconf, CMake), omp.h.var,
+  // foo.h.cmake, kernel_list.cpp.in: what the build generates from them is compiled
+  if (ext == ".in" || ext == ".var" || ext == ".cmake") {
+    if (ends_with(name, ".h" + ext) || ends_with(name, ".c" + ext)) return Kind::C;
+    for (const char* cxx : {".cpp", ".cc", ".cxx", ".hpp", ".hh", ".hxx"})
+      if (ends_with(name, cxx + ext)) return Kind::Cpp;
+  }
   // DocBook manuals (jemalloc.xml.in): tags around prose, read like HTML.
   if ((ext == ".in" && ends_with(name, ".xml.in")) || ext == ".xml") return Kind::Html;
   if (ext == ".py") return Kind::Python;
