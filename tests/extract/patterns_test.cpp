@@ -1822,3 +1822,19 @@ TEST(ExtractPatterns, ApiCxxNamespacesInterfacesAndProgramPools) {
                                 "lib::set_verbose include/lib.hpp:14", "lib::ref_thread_pool include/lib.hpp:16"};
   EXPECT_EQ(got, want) << "found:\n" << dump(got) << "wanted:\n" << dump(want);
 }
+
+// A configure template of a C++ source (`kernel_list.cpp.in`, generated into the library at
+// configure time) is read as C++, as one of a C source is read as C; a template of anything
+// else (a text file) is not code.
+TEST(ExtractPatterns, ConfigureTemplatesOfCxxSourcesAreRead) {
+  TempTree t;
+  t.write("src/kernel_list.cpp.in",
+          "#include <cstdlib>\n"                                                          // 1
+          "namespace lib { const char *overrides() { return std::getenv(\"LIB_KERNEL_OVERRIDES\"); } }\n"
+          "const char *list = \"@KERNEL_LIST@\";\n");                                     // 3
+  t.write("src/config.hpp.in", "#include <cstdlib>\ninline bool trace() { return std::getenv(\"LIB_TRACE\") != nullptr; }\n");
+  t.write("doc/notes.txt.in", "getenv(\"LIB_NOT_CODE\")\n");
+  Facts f = run(t);
+  std::set<std::string> want = {"LIB_KERNEL_OVERRIDES src/kernel_list.cpp.in:2 library", "LIB_TRACE src/config.hpp.in:2 library"};
+  EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
+}
