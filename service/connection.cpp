@@ -275,8 +275,8 @@ bool equals_nocase(std::string_view a, std::string_view b) {
 
 // The header fields the server acts on: framing, authentication, content negotiation.
 bool acted_on(std::string_view name) {
-  for (std::string_view h : {"Content-Length", "Transfer-Encoding", "Authorization", "Content-Type", "Host", "Connection",
-                             "Expect"})
+  for (std::string_view h : {"Content-Length", "Transfer-Encoding", "Content-Encoding", "Authorization", "Content-Type",
+                             "Host", "Connection", "Expect"})
     if (equals_nocase(name, h)) return true;
   return false;
 }
