@@ -12,6 +12,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <nlohmann/json.hpp>
 
@@ -273,6 +274,40 @@ TEST_F(Hardening, MalformedHeadsAreAnsweredOnceAndClosed) {
 // cut it at a NUL, so the server and a proxy in front of it could read different lengths or
 // tokens. A NUL in a field name is no token character. Each such head is one 400 and closed;
 // the same requests written plainly are served.
+// A compressed body is refused on its head: 64 MiB of JSON gzipped into about 64 KB would be
+// unpacked whole before any limit applies (--max-body bounds the bytes sent). Any encoding
+// but identity, in any case, is 415 and the server goes on; identity is the body as sent.
+TEST_F(Hardening, CompressedBodiesAreRefusedBeforeTheyAreUnpacked) {
+  start([](ServiceOptions& o) { o.public_read = true; });
+  std::string plain = R"({"libraries": ["zz"], "pad": ")" + std::string(64u << 20, ' ') + "\"}";
+  z_stream zs{};
+  ASSERT_EQ(deflateInit2(&zs, 9, Z_DEFLATED, 31, 9, Z_DEFAULT_STRATEGY), Z_OK);  // 31: a gzip member
+  std::string gz(deflateBound(&zs, plain.size()), '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(plain.data());
+  zs.avail_in = static_cast<uInt>(plain.size());
+  zs.next_out = reinterpret_cast<Bytef*>(gz.data());
+  zs.avail_out = static_cast<uInt>(gz.size());
+  ASSERT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
+  gz.resize(zs.total_out);
+  deflateEnd(&zs);
+  plain = std::string();
+  ASSERT_LT(gz.size(), 1u << 20);  // within --max-body as sent
+  for (const char* enc : {"gzip", "GZIP", "deflate", "br", "gzip, identity"}) {
+    std::string r = raw(port(), std::string("POST /v1/compose HTTP/1.1\r\nHost: y\r\nContent-Type: application/json\r\n"
+                                            "Content-Encoding: ") + enc + "\r\nContent-Length: " +
+                                     std::to_string(gz.size()) + "\r\n\r\n" + gz, 10);
+    EXPECT_EQ(status_of(r), 415) << enc << " -> " << r.substr(0, 300);
+    EXPECT_NE(r.find("unsupported-media-type"), std::string::npos) << r.substr(0, 300);
+  }
+  std::string body = R"({"libraries": ["zz"]})";
+  std::string r = raw(port(), "POST /v1/compose HTTP/1.1\r\nHost: y\r\nContent-Type: application/json\r\n"
+                              "Content-Encoding: identity\r\nConnection: close\r\nContent-Length: " +
+                                  std::to_string(body.size()) + "\r\n\r\n" + body);
+  EXPECT_EQ(status_of(r), 404) << r;  // read and judged: no contract of that name
+  EXPECT_NE(r.find("unknown-library"), std::string::npos) << r;
+  EXPECT_LT(healthz_seconds(), 2);
+}
+
 TEST_F(Hardening, HeadersTheServerActsOnAreReadAsSent) {
   start();
   const std::string heads[] = {
