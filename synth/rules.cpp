@@ -76,8 +76,12 @@ std::optional<OptionKey> option_key(const std::string& name) {
 }
 
 std::optional<KnobRole> classify_knob(const std::string& name, const std::string& category) {
-  for (const auto& r : all_rules().roles)
-    if (std::regex_search(name, r.pattern)) return r.role;
+  // No knob is named with hundreds of characters, and libstdc++'s regex recurses once per
+  // character a repetition matches: a name of 60,000 letters from a hostile tree or model
+  // overflowed a job thread's stack. Such a name is judged by its category alone.
+  if (name.size() <= kMaxKnobNameForRules)
+    for (const auto& r : all_rules().roles)
+      if (std::regex_search(name, r.pattern)) return r.role;
   if (category == "threads" || category == "workers") return KnobRole{"threads", "cpu.threads"};
   if (category == "affinity") return KnobRole{"affinity", "cpu.cores"};
   if (category == "spin") return KnobRole{"spin", "cpu.spin"};

@@ -15,6 +15,9 @@ struct KnobRole {
   std::string resource;  // cpu.threads, ...; empty for introspect
 };
 
+// Names longer than this are matched against no naming rule (see classify_knob).
+inline constexpr size_t kMaxKnobNameForRules = 256;
+
 // The role of a knob named `name`; an API control's extractor category ("threads",
 // "affinity", "allocator", "device", "workers", "spin") is used when the name says nothing.
 std::optional<KnobRole> classify_knob(const std::string& name, const std::string& category = {});
