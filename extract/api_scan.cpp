@@ -295,6 +295,9 @@ std::string real(const std::string& p) {
   return ec ? p : r.string();
 }
 
+// The longest name of a call, enum value or variable the scan reports.
+constexpr size_t kMaxApiName = 256;
+
 // Whether a function takes a thread pool the program implements (see its use below).
 bool takes_program_pool(CXCursor fn) {
   int n = clang_Cursor_getNumArguments(fn);
@@ -373,7 +376,9 @@ CXChildVisitResult visit(CXCursor c, CXCursor, CXClientData data) {
   bool item = fn || k == CXCursor_EnumConstantDecl || k == CXCursor_MacroDefinition || k == CXCursor_VarDecl;
   if (!item) return CXChildVisit_Continue;
   std::string name = take(clang_getCursorSpelling(c));
-  if (name.empty() || name[0] == '_') return CXChildVisit_Continue;
+  // no library's call is named with hundreds of characters (a hostile header's 60,000-letter
+  // name would be carried into every stage after this one)
+  if (name.empty() || name[0] == '_' || name.size() > kMaxApiName) return CXChildVisit_Continue;
   // A variable is a setting of the library only where programs can assign it: a declaration
   // (extern) of a number, a flag or a string the library defines. An object a header defines
   // itself (C++'s `inline state::Value<...> NThreads`, a static) is each unit's own, and one of
