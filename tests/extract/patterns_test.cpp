@@ -1838,3 +1838,15 @@ TEST(ExtractPatterns, ConfigureTemplatesOfCxxSourcesAreRead) {
   std::set<std::string> want = {"LIB_KERNEL_OVERRIDES src/kernel_list.cpp.in:2 library", "LIB_TRACE src/config.hpp.in:2 library"};
   EXPECT_EQ(reads(f), want) << "found:\n" << dump(reads(f)) << "wanted:\n" << dump(want);
 }
+
+// A public name of tens of thousands of characters (a hostile header's) is no API control, and
+// the header's other calls are still read.
+TEST(ExtractPatterns, ApiHugeNamesAreNoControls) {
+  TempTree t;
+  t.write("include/lib.h", "/** Sets the number of threads. */\nint " + std::string(60000, 'a') +
+                               "_set_num_threads(int num_threads);\n"
+                               "int lib_set_num_threads(int num_threads);\n");
+  Facts f = run(t, "all", true);
+  std::set<std::string> want = {"lib_set_num_threads threads include/lib.h:3"};
+  EXPECT_EQ(api_lines(f), want) << "found " << f.api_controls.size() << " controls";
+}

@@ -1,6 +1,8 @@
 // The offline drafter, answer extraction, the validators' repairs and prompt rendering.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -365,6 +367,22 @@ TEST(KnobRules, ClassifyByName) {
   EXPECT_EQ(classify_knob("do_something", "threads")->resource, "cpu.threads");
   EXPECT_FALSE(classify_knob("HOME").has_value());
   EXPECT_FALSE(classify_knob("OPENBLAS_CORETYPE").has_value());
+}
+
+// A name of tens of thousands of characters (a hostile header's, or a model's draft) is judged
+// by its category alone, on a thread with an ordinary stack, as a job thread of the service
+// is: the naming rules' regular expressions would recurse once per character.
+TEST(KnobRules, AHugeNameIsJudgedByItsCategory) {
+  const std::string huge = std::string(60000, 'A') + "_B_NT";
+  std::optional<KnobRole> threads, none;
+  std::thread([&] {
+    threads = classify_knob(huge, "threads");
+    none = classify_knob(huge);
+  }).join();
+  ASSERT_TRUE(threads.has_value());
+  EXPECT_EQ(threads->resource, "cpu.threads");
+  EXPECT_FALSE(none.has_value());
+  EXPECT_EQ(classify_knob("LIB_B_NT")->role, "threads");  // the same shape, of a knob's length
 }
 
 TEST(ExtractLpcl, EveryAnswerShape) {
