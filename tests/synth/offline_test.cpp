@@ -426,6 +426,35 @@ TEST(ExtractLpcl, NoContractIsAClearError) {
   }
 }
 
+// A model's answer may invent controls by the tens of thousands: the repair drops every one
+// of them, and what speaks of them (a fallback, a demand's chain), in one pass, keeping what
+// the facts ground.
+TEST(Validate, ThousandsOfInventedControlsAreDroppedTogether) {
+  std::string text = "contract openblas \"0.3.21\" {\n  binds soname \"libopenblas.so.0\";\n"
+                     "  control OPENBLAS_NUM_THREADS : env int in [1, ncpus] read_at init sets cpu.threads\n"
+                     "      @ \"driver/others/openblas_env.c:52\";\n";
+  const int n = 20000;
+  for (int i = 0; i < n; ++i)
+    text += "  control FOO_" + std::to_string(i) + " : env int in [1, ncpus] sets cpu.threads @ \"a.c:1\";\n";
+  text += "  control GOTO_NUM_THREADS : env int in [1, ncpus] fallback_for FOO_7 sets cpu.threads\n"
+          "      @ \"driver/others/openblas_env.c:55\";\n"
+          "  demand cpu.threads = OPENBLAS_NUM_THREADS ?? FOO_3 ?? GOTO_NUM_THREADS ?? ncpus;\n}\n";
+  Diagnostics pd;
+  auto doc = lpcl::parse(text, "draft", pd);
+  ASSERT_FALSE(pd.has_errors()) << pd.str().substr(0, 2000);
+  auto c = doc.contracts[0];
+  std::vector<std::string> repairs;
+  validate(c, testing::openblas_facts(), true, &repairs);
+  EXPECT_EQ(c.find_control("FOO_0"), nullptr);
+  EXPECT_EQ(c.find_control("FOO_19999"), nullptr);
+  ASSERT_NE(c.find_control("OPENBLAS_NUM_THREADS"), nullptr);
+  ASSERT_NE(c.find_control("GOTO_NUM_THREADS"), nullptr);
+  EXPECT_EQ(c.find_control("GOTO_NUM_THREADS")->fallback_for, "");  // it fell back on an invented one
+  ASSERT_EQ(c.demands.size(), 1u);
+  EXPECT_EQ(lpcl::format(c.demands[0].value), "OPENBLAS_NUM_THREADS ?? GOTO_NUM_THREADS ?? ncpus");
+  EXPECT_GE(repairs.size(), static_cast<size_t>(n));
+}
+
 TEST(Validate, ReportsWithoutRepairingWhenAskedTo) {
   Diagnostics pd;
   auto doc = lpcl::parse(testing::kInventedKnob, "draft", pd);
