@@ -189,10 +189,42 @@ std::vector<std::string> git_command(const Url* remote = nullptr, const std::str
 
 // Right before git connects: file URLs and paths are governed by the roots; any other URL's
 // host must resolve to allowed addresses only.
+// A local repository is read where git reads it, not only where its path leads: a `.git`
+// file's `gitdir:` line, a `.git` or `objects` symlink, the object stores it borrows from
+// (objects/info/alternates) and a worktree's `commondir` take git anywhere on the machine,
+// and a clone of a repository inside a root checked out files from outside every root. So the
+// git dir and its objects must resolve inside a root too, and a repository that borrows
+// objects or points its git dir elsewhere is refused.
+bool confine_local_repository(const std::string& url, const SourcePolicy& policy, Diagnostics& diags) {
+  std::string real = confine_path(url_scheme(url) == "file" ? url.substr(7) : url, policy.roots, "url", diags);
+  if (real.empty()) return false;
+  auto refuse = [&](const std::string& why) {
+    diags.error(field("url"), "the repository at " + url.substr(0, 200) + " " + why, "path-traversal",
+                "give a repository whose git dir and objects lie inside a source root, with no alternates");
+    return false;
+  };
+  std::error_code ec;
+  fs::path gitdir = fs::path(real) / ".git";
+  fs::file_status st = fs::symlink_status(gitdir, ec);
+  if (!ec && fs::exists(st)) {
+    if (fs::is_regular_file(st)) return refuse("names its git dir elsewhere (a .git file)");
+  } else {
+    gitdir = real;  // a bare repository
+  }
+  Diagnostics inner;
+  for (const fs::path& p : {gitdir, gitdir / "objects"})
+    if (fs::exists(p, ec) && confine_path(p.string(), policy.roots, "url", inner).empty())
+      return refuse("keeps its git dir or objects outside every source root");
+  for (const char* f : {"commondir", "objects/info/alternates", "objects/info/http-alternates"})
+    if (fs::exists(gitdir / f, ec)) return refuse("borrows from another repository (" + std::string(f) + ")");
+  return true;
+}
+
 bool check_git_remote(const std::string& url, const SourcePolicy& policy, std::vector<std::string>& git,
                       Diagnostics& diags) {
   std::string scheme = url_scheme(url);
   if (scheme.empty() || scheme == "file") {
+    if (!confine_local_repository(url, policy, diags)) return false;
     git = git_command();
     return true;
   }
