@@ -473,6 +473,57 @@ TEST_F(Archives, GitTreesAreCheckedLikeArchives) {
   EXPECT_FALSE(fs::exists(tmp.path() / "work" / "trees" / (out.digest.substr(9) + ".tmp")));
 }
 
+// A local repository inside a root is read where git reads it: one whose .git file names a
+// git dir outside every root, and a bare one that borrows objects from outside
+// (objects/info/alternates), are refused before git runs, and nothing of the outside
+// repository reaches a tree; a repository of its own inside the root is fetched.
+TEST_F(Archives, LocalRepositoriesMayNotReachOutsideTheRoots) {
+  fs::path outside = tmp.path() / "outside" / "orepo";
+  write_file(outside / "secret.c", "char* s(void) { return getenv(\"OUTSIDE_SECRET\"); }\n");
+  ASSERT_TRUE(sh({"git", "init", "-q", "-b", "main", outside.string()}).ok());
+  ASSERT_TRUE(sh({"git", "add", "-A"}, outside.string()).ok());
+  ASSERT_TRUE(sh({"git", "commit", "-q", "-m", "secret"}, outside.string()).ok());
+  ASSERT_TRUE(sh({"git", "tag", "v1"}, outside.string()).ok());
+  ProcessResult head = sh({"git", "rev-parse", "v1^{commit}"}, outside.string());
+  ASSERT_TRUE(head.ok());
+  std::string commit = head.out.substr(0, head.out.find('\n'));
+
+  fs::path pointer = tmp.path() / "root" / "pointer";
+  write_file(pointer / ".git", "gitdir: " + (outside / ".git").string() + "\n");
+  fs::path borrower = tmp.path() / "root" / "borrower.git";
+  ASSERT_TRUE(sh({"git", "init", "-q", "--bare", borrower.string()}).ok());
+  write_file(borrower / "objects" / "info" / "alternates", (outside / ".git" / "objects").string() + "\n");
+  ASSERT_TRUE(sh({"git", "update-ref", "refs/tags/v1", commit}, borrower.string()).ok());
+  for (const fs::path& repo : {pointer, borrower})
+    for (const std::string& url : {repo.string(), "file://" + repo.string()}) {
+      SourceSpec s;
+      s.kind = SourceSpec::Kind::Git;
+      s.url = url;
+      s.ref = "v1";
+      FetchedSource out;
+      Diagnostics d;
+      EXPECT_FALSE(fetch_source(s, policy, out, d)) << url << ": fetched " << out.dir;
+      EXPECT_TRUE(has_diag(d, "path-traversal")) << url << ": " << d.str();
+      EXPECT_TRUE(out.dir.empty() || !env_names(out.dir).count("OUTSIDE_SECRET")) << url;
+    }
+  EXPECT_FALSE(fs::exists(tmp.path() / "work" / "trees")) << "nothing was checked out";
+
+  fs::path own = tmp.path() / "root" / "own";
+  write_file(own / "src" / "good.c", "char* g(void) { return getenv(\"GOOD_THREADS\"); }\n");
+  ASSERT_TRUE(sh({"git", "init", "-q", "-b", "main", own.string()}).ok());
+  ASSERT_TRUE(sh({"git", "add", "-A"}, own.string()).ok());
+  ASSERT_TRUE(sh({"git", "commit", "-q", "-m", "own"}, own.string()).ok());
+  ASSERT_TRUE(sh({"git", "tag", "v1"}, own.string()).ok());
+  SourceSpec s;
+  s.kind = SourceSpec::Kind::Git;
+  s.url = own.string();
+  s.ref = "v1";
+  FetchedSource out;
+  Diagnostics d;
+  ASSERT_TRUE(fetch_source(s, policy, out, d)) << d.str();
+  EXPECT_TRUE(env_names(out.dir).count("GOOD_THREADS"));
+}
+
 TEST(Process, TimeoutKillsTheWholeGroup) {
   ProcessOptions o;
   o.timeout_s = 0.5;
