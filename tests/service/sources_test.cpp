@@ -3,6 +3,8 @@
 // runner's limits, digests and version order.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <fstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -522,6 +524,34 @@ TEST_F(Archives, LocalRepositoriesMayNotReachOutsideTheRoots) {
   Diagnostics d;
   ASSERT_TRUE(fetch_source(s, policy, out, d)) << d.str();
   EXPECT_TRUE(env_names(out.dir).count("GOOD_THREADS"));
+}
+
+// A folder nested deeper than any path the system can name (3,000 levels, 6,000 characters)
+// is fetched without an exception out of the job: what cannot be looked at is left out.
+TEST_F(Sources, TreesDeeperThanAPathCanNameAreFetched) {
+  int fd = ::open(tmp.str("root/deep").c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) {
+    fs::create_directories(tmp.path() / "root" / "deep");
+    fd = ::open(tmp.str("root/deep").c_str(), O_RDONLY | O_DIRECTORY);
+  }
+  ASSERT_GE(fd, 0);
+  for (int i = 0; i < 3000; ++i) {
+    ASSERT_EQ(::mkdirat(fd, "d", 0755), 0);
+    int next = ::openat(fd, "d", O_RDONLY | O_DIRECTORY);
+    ::close(fd);
+    ASSERT_GE(next, 0);
+    fd = next;
+  }
+  ::close(fd);
+  fs::create_directories(tmp.path() / "root" / "deep" / "src");
+  std::ofstream(tmp.path() / "root" / "deep" / "src" / "a.c") << "char* a(void) { return getenv(\"SHALLOW_A\"); }\n";
+  SourceSpec s;
+  s.kind = SourceSpec::Kind::Dir;
+  s.path = tmp.str("root/deep");
+  FetchedSource out;
+  Diagnostics d;
+  EXPECT_NO_THROW(EXPECT_TRUE(fetch_source(s, policy, out, d)) << d.str());
+  EXPECT_EQ(out.digest.rfind("tree:", 0), 0u) << out.digest;
 }
 
 TEST(Process, TimeoutKillsTheWholeGroup) {
