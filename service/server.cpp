@@ -154,13 +154,18 @@ const std::regex kNameRe("^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$");
 const std::regex kVersionRe(lpcl::kVersionPattern);
 const std::regex kJobRe("^job_[0-9a-f]{1,64}$");
 
+// A header value as a token: spaces and tabs around it trimmed, lower case.
+std::string header_token(const std::string& v) {
+  size_t b = v.find_first_not_of(" \t"), e = v.find_last_not_of(" \t");
+  if (b == std::string::npos) return {};
+  std::string t = v.substr(b, e - b + 1);
+  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return t;
+}
+
 // application/json or a +json type (application/problem+json), parameters aside.
 bool json_media_type(const std::string& content_type) {
-  std::string t = content_type.substr(0, content_type.find(';'));
-  size_t b = t.find_first_not_of(" \t"), e = t.find_last_not_of(" \t");
-  if (b == std::string::npos) return false;
-  t = t.substr(b, e - b + 1);
-  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string t = header_token(content_type.substr(0, content_type.find(';')));
   if (t == "application/json") return true;
   return t.rfind("application/", 0) == 0 && t.size() > 17 && t.compare(t.size() - 5, 5, "+json") == 0;
 }
@@ -367,11 +372,8 @@ struct Service::Impl {
     // 6 KB of brotli unpack to 8 GB. --max-body bounds what the server holds, so bodies come
     // as they are.
     if (req.has_header("Content-Encoding")) {
-      std::string enc = req.get_header_value("Content-Encoding");
-      std::transform(enc.begin(), enc.end(), enc.begin(), [](unsigned char c) { return std::tolower(c); });
-      enc.erase(0, enc.find_first_not_of(" \t"));
-      enc.erase(enc.find_last_not_of(" \t") + 1);
-      if (enc != "identity" || req.get_header_value_count("Content-Encoding") != 1) {
+      if (header_token(req.get_header_value("Content-Encoding")) != "identity" ||
+          req.get_header_value_count("Content-Encoding") != 1) {
         send_error(res, 415, "unsupported-media-type", "compressed request bodies are not accepted",
                    "send the body uncompressed (no Content-Encoding), at most " +
                        std::to_string(opts.limits.max_body_bytes) + " bytes");

@@ -187,8 +187,6 @@ std::vector<std::string> git_command(const Url* remote = nullptr, const std::str
   return git;
 }
 
-// Right before git connects: file URLs and paths are governed by the roots; any other URL's
-// host must resolve to allowed addresses only.
 // A local repository is read where git reads it, not only where its path leads: a `.git`
 // file's `gitdir:` line, a `.git` or `objects` symlink, the object stores it borrows from
 // (objects/info/alternates) and a worktree's `commondir` take git anywhere on the machine,
@@ -220,6 +218,8 @@ bool confine_local_repository(const std::string& url, const SourcePolicy& policy
   return true;
 }
 
+// Right before git connects: file URLs and paths are governed by the roots; any other URL's
+// host must resolve to allowed addresses only.
 bool check_git_remote(const std::string& url, const SourcePolicy& policy, std::vector<std::string>& git,
                       Diagnostics& diags) {
   std::string scheme = url_scheme(url);
